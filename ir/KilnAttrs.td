@@ -1,0 +1,167 @@
+//===- KilnAttrs.td - Attributes of the kiln dialect -------*- tablegen -*-===//
+//
+// Part of Kiln. Enums and attributes: rope layout and scaling, epilogue
+// activations, and the module's weights source.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_IR_KILNATTRS_TD
+#define KILN_IR_KILNATTRS_TD
+
+include "ir/KilnDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+// A double printed in its shortest exact form (e.g. `4.0`, `1.0e-05`).
+class Kiln_F64Parameter<string desc, string default = "">
+    : APFloatParameter<desc> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::llvm::APFloat> {
+    double value;
+    if (::mlir::failed($_parser.parseFloat(value)))
+      return ::mlir::failure();
+    return ::llvm::APFloat(value);
+  }() }];
+  let printer = [{ $_printer.printFloat($_self) }];
+  let defaultValue = default;
+}
+
+class Kiln_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Kiln_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+//===----------------------------------------------------------------------===//
+// RopeLayout
+//===----------------------------------------------------------------------===//
+
+def Kiln_RopeLayout : I32EnumAttr<"RopeLayout",
+    "which elements of a head rotary embedding rotates together", [
+      // Pairs (2i, 2i+1): llama2.c checkpoints and GGUF files.
+      I32EnumAttrCase<"Adjacent", 0, "adjacent">,
+      // Pairs (i, i + d/2): Hugging Face checkpoints (GPT-NeoX style).
+      I32EnumAttrCase<"Halves", 1, "halves">,
+    ]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_RopeLayoutAttr : EnumAttr<Kiln_Dialect, Kiln_RopeLayout,
+                                   "rope_layout"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// RopeScaling
+//===----------------------------------------------------------------------===//
+
+def Kiln_RopeScalingKind : I32EnumAttr<"RopeScalingKind",
+    "how rotary frequencies are stretched for longer contexts", [
+      // Every frequency divided by `factor` (position interpolation).
+      I32EnumAttrCase<"Linear", 0, "linear">,
+      // Llama 3.1: low frequencies divided by `factor`, high ones kept,
+      // a smooth blend in between.
+      I32EnumAttrCase<"Llama3", 1, "llama3">,
+    ]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_RopeScalingKindAttr : EnumAttr<Kiln_Dialect, Kiln_RopeScalingKind,
+                                        "rope_scaling_kind"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Kiln_RopeScalingAttr : Kiln_Attr<"RopeScaling", "rope_scaling"> {
+  let summary = "frequency scaling of a rotary embedding";
+  let description = [{
+    With inverse frequency `f_i = theta^(-2i/d)` and wavelength
+    `λ_i = 2π / f_i`:
+
+    - `linear`: `f_i' = f_i / factor`.
+    - `llama3`: with `L = original_context`, `λ_lo = L / low_freq_factor`,
+      `λ_hi = L / high_freq_factor`: `f_i' = f_i` when `λ_i < λ_hi`,
+      `f_i / factor` when `λ_i > λ_lo`, and otherwise
+      `(1 - s) f_i / factor + s f_i` with
+      `s = (L / λ_i - low_freq_factor) / (high_freq_factor - low_freq_factor)`.
+
+    ```mlir
+    #kiln.rope_scaling<linear, factor = 4.0>
+    #kiln.rope_scaling<llama3, factor = 8.0, low_freq_factor = 1.0,
+                       high_freq_factor = 4.0, original_context = 8192>
+    ```
+  }];
+  let parameters = (ins
+    "::kiln::RopeScalingKind":$kind,
+    Kiln_F64Parameter<"frequency divisor">:$factor,
+    Kiln_F64Parameter<"llama3: low-frequency factor", "::llvm::APFloat(0.0)">:$lowFreqFactor,
+    Kiln_F64Parameter<"llama3: high-frequency factor", "::llvm::APFloat(0.0)">:$highFreqFactor,
+    DefaultValuedParameter<"int64_t", "0">:$originalContext
+  );
+  let assemblyFormat = [{
+    `<` $kind `,` `factor` `=` $factor
+        (`,` `low_freq_factor` `=` $lowFreqFactor^)?
+        (`,` `high_freq_factor` `=` $highFreqFactor^)?
+        (`,` `original_context` `=` $originalContext^)? `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Activation
+//===----------------------------------------------------------------------===//
+
+def Kiln_Activation : I32EnumAttr<"Activation",
+    "element-wise activation applied in a matmul epilogue", [
+      I32EnumAttrCase<"Silu", 0, "silu">,
+      I32EnumAttrCase<"Gelu", 1, "gelu">,
+      I32EnumAttrCase<"GeluTanh", 2, "gelu_tanh">,
+      I32EnumAttrCase<"Relu", 3, "relu">,
+    ]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_ActivationAttr : EnumAttr<Kiln_Dialect, Kiln_Activation,
+                                   "activation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// WeightsSource
+//===----------------------------------------------------------------------===//
+
+def Kiln_WeightsFormat : I32EnumAttr<"WeightsFormat",
+    "file format weights are read from", [
+      I32EnumAttrCase<"Llama2c", 0, "llama2c">,
+      I32EnumAttrCase<"GGUF", 1, "gguf">,
+      I32EnumAttrCase<"Safetensors", 2, "safetensors">,
+    ]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+def Kiln_WeightsFormatAttr : EnumAttr<Kiln_Dialect, Kiln_WeightsFormat,
+                                      "weights_format"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Kiln_WeightsSourceAttr : Kiln_Attr<"WeightsSource", "weights_source"> {
+  let summary = "file a module's weight declarations resolve against";
+  let description = [{
+    Placed on the module as `kiln.weights_source`. Every `kiln.weight_decl
+    @name` of the module names a tensor `name` in this file (for llama2.c
+    checkpoints, which have no tensor names, the importer's canonical names
+    documented in docs/step-contract.md). A relative path is resolved against
+    the directory of the file the module was read from, so a module saved
+    beside its weights runs again. For `safetensors`, the path is a model
+    directory or a `model.safetensors.index.json`.
+
+    ```mlir
+    module attributes {kiln.weights_source =
+        #kiln.weights_source<gguf, "stories260K-f32.gguf">} {
+    }
+    ```
+  }];
+  let parameters = (ins "::kiln::WeightsFormat":$format,
+                        StringRefParameter<"path to the weights">:$path);
+  let assemblyFormat = "`<` $format `,` $path `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // KILN_IR_KILNATTRS_TD

@@ -1,0 +1,64 @@
+//===- KilnDialect.cpp - The kiln dialect ---------------------------------===//
+//
+// Part of Kiln. Dialect registration and the verifier of the dialect's
+// discardable attributes (`kiln.step`, `kiln.weights_source`,
+// `kiln.fuse_required`).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KilnDialect.h"
+
+#include "ir/KilnOps.h"
+#include "ir/StepContract.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace kiln;
+
+#include "ir/KilnDialect.cpp.inc"
+
+void KilnDialect::initialize() {
+  registerTypes();
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "ir/KilnOps.cpp.inc"
+      >();
+}
+
+LogicalResult KilnDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+
+  if (name == kStepAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kStepAttrName
+                             << "' must be a unit attribute";
+    auto func = dyn_cast<FunctionOpInterface>(op);
+    if (!func)
+      return op->emitError() << "'" << kStepAttrName
+                             << "' is only valid on a function";
+    return verifyStepFunction(func);
+  }
+
+  if (name == kWeightsSourceAttrName) {
+    if (!isa<ModuleOp>(op))
+      return op->emitError() << "'" << kWeightsSourceAttrName
+                             << "' is only valid on a module";
+    if (!isa<WeightsSourceAttr>(attr.getValue()))
+      return op->emitError()
+             << "'" << kWeightsSourceAttrName
+             << "' must be a #kiln.weights_source<format, \"path\"> attribute";
+    return success();
+  }
+
+  if (name == kFuseRequiredAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kFuseRequiredAttrName
+                             << "' must be a unit attribute";
+    return success();
+  }
+
+  return op->emitError() << "unknown kiln attribute '" << name << "'";
+}
