@@ -35,7 +35,7 @@ class Kiln_Attr<string name, string attrMnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 def Kiln_RopeLayout : I32EnumAttr<"RopeLayout",
-    "which elements of a head rotary embedding rotates together", [
+    "rope pair layout (adjacent or halves)", [
       // Pairs (2i, 2i+1): llama2.c checkpoints and GGUF files.
       I32EnumAttrCase<"Adjacent", 0, "adjacent">,
       // Pairs (i, i + d/2): Hugging Face checkpoints (GPT-NeoX style).
@@ -54,7 +54,7 @@ def Kiln_RopeLayoutAttr : EnumAttr<Kiln_Dialect, Kiln_RopeLayout,
 //===----------------------------------------------------------------------===//
 
 def Kiln_RopeScalingKind : I32EnumAttr<"RopeScalingKind",
-    "how rotary frequencies are stretched for longer contexts", [
+    "rope scaling kind (linear or llama3)", [
       // Every frequency divided by `factor` (position interpolation).
       I32EnumAttrCase<"Linear", 0, "linear">,
       // Llama 3.1: low frequencies divided by `factor`, high ones kept,
@@ -91,15 +91,15 @@ def Kiln_RopeScalingAttr : Kiln_Attr<"RopeScaling", "rope_scaling"> {
   let parameters = (ins
     "::kiln::RopeScalingKind":$kind,
     Kiln_F64Parameter<"frequency divisor">:$factor,
-    Kiln_F64Parameter<"llama3: low-frequency factor", "::llvm::APFloat(0.0)">:$lowFreqFactor,
-    Kiln_F64Parameter<"llama3: high-frequency factor", "::llvm::APFloat(0.0)">:$highFreqFactor,
-    DefaultValuedParameter<"int64_t", "0">:$originalContext
+    Kiln_F64Parameter<"llama3: low-frequency factor",
+                      "::llvm::APFloat(0.0)">:$low_freq_factor,
+    Kiln_F64Parameter<"llama3: high-frequency factor",
+                      "::llvm::APFloat(0.0)">:$high_freq_factor,
+    DefaultValuedParameter<"int64_t", "0">:$original_context
   );
   let assemblyFormat = [{
-    `<` $kind `,` `factor` `=` $factor
-        (`,` `low_freq_factor` `=` $lowFreqFactor^)?
-        (`,` `high_freq_factor` `=` $highFreqFactor^)?
-        (`,` `original_context` `=` $originalContext^)? `>`
+    `<` $kind `,` struct($factor, $low_freq_factor, $high_freq_factor,
+                         $original_context) `>`
   }];
   let genVerifyDecl = 1;
 }
@@ -109,7 +109,7 @@ def Kiln_RopeScalingAttr : Kiln_Attr<"RopeScaling", "rope_scaling"> {
 //===----------------------------------------------------------------------===//
 
 def Kiln_Activation : I32EnumAttr<"Activation",
-    "element-wise activation applied in a matmul epilogue", [
+    "epilogue activation (silu, gelu, gelu_tanh or relu)", [
       I32EnumAttrCase<"Silu", 0, "silu">,
       I32EnumAttrCase<"Gelu", 1, "gelu">,
       I32EnumAttrCase<"GeluTanh", 2, "gelu_tanh">,
@@ -128,7 +128,7 @@ def Kiln_ActivationAttr : EnumAttr<Kiln_Dialect, Kiln_Activation,
 //===----------------------------------------------------------------------===//
 
 def Kiln_WeightsFormat : I32EnumAttr<"WeightsFormat",
-    "file format weights are read from", [
+    "weights format (llama2c, gguf or safetensors)", [
       I32EnumAttrCase<"Llama2c", 0, "llama2c">,
       I32EnumAttrCase<"GGUF", 1, "gguf">,
       I32EnumAttrCase<"Safetensors", 2, "safetensors">,
