@@ -33,19 +33,19 @@ LogicalResult KilnDialect::verifyOperationAttribute(Operation *op,
 
   if (name == kStepAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << kStepAttrName
-                             << "' must be a unit attribute";
+      return op->emitError()
+             << "'" << kStepAttrName << "' must be a unit attribute";
     auto func = dyn_cast<FunctionOpInterface>(op);
     if (!func)
-      return op->emitError() << "'" << kStepAttrName
-                             << "' is only valid on a function";
+      return op->emitError()
+             << "'" << kStepAttrName << "' is only valid on a function";
     return verifyStepFunction(func);
   }
 
   if (name == kWeightsSourceAttrName) {
     if (!isa<ModuleOp>(op))
-      return op->emitError() << "'" << kWeightsSourceAttrName
-                             << "' is only valid on a module";
+      return op->emitError()
+             << "'" << kWeightsSourceAttrName << "' is only valid on a module";
     if (!isa<WeightsSourceAttr>(attr.getValue()))
       return op->emitError()
              << "'" << kWeightsSourceAttrName
@@ -55,8 +55,8 @@ LogicalResult KilnDialect::verifyOperationAttribute(Operation *op,
 
   if (name == kFuseRequiredAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << kFuseRequiredAttrName
-                             << "' must be a unit attribute";
+      return op->emitError()
+             << "'" << kFuseRequiredAttrName << "' must be a unit attribute";
     return success();
   }
 

@@ -100,7 +100,8 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
 }
 
 // split(x) with one result = x
-LogicalResult SplitOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &results) {
+LogicalResult SplitOp::fold(FoldAdaptor,
+                            SmallVectorImpl<OpFoldResult> &results) {
   if (getNumResults() != 1 || getResult(0).getType() != getInput().getType())
     return failure();
   results.push_back(getInput());

@@ -88,8 +88,9 @@ static LogicalResult verifySameElementType(Operation *op, Type a,
   Type ea = getElementTypeOrSelf(a), eb = getElementTypeOrSelf(b);
   if (ea == eb)
     return success();
-  return op->emitOpError() << aName << " element type " << ea << " differs from "
-                           << bName << " element type " << eb;
+  return op->emitOpError() << aName << " element type " << ea
+                           << " differs from " << bName << " element type "
+                           << eb;
 }
 
 /// A tensor of a block-quantized type must have a known last dimension that
@@ -155,13 +156,13 @@ static LogicalResult verifyBias(Operation *op, Value bias,
 static LogicalResult verifyHeadGroups(Operation *op, int64_t queryHeads,
                                       int64_t kvHeads) {
   if (ShapedType::isDynamic(queryHeads) || ShapedType::isDynamic(kvHeads))
-    return op->emitOpError() << "head counts must be static, got "
-                             << dimStr(queryHeads) << " query heads and "
-                             << dimStr(kvHeads) << " key/value heads";
+    return op->emitOpError()
+           << "head counts must be static, got " << dimStr(queryHeads)
+           << " query heads and " << dimStr(kvHeads) << " key/value heads";
   if (kvHeads <= 0 || queryHeads % kvHeads != 0)
-    return op->emitOpError() << "query heads (" << queryHeads
-                             << ") must be a multiple of key/value heads ("
-                             << kvHeads << ")";
+    return op->emitOpError()
+           << "query heads (" << queryHeads
+           << ") must be a multiple of key/value heads (" << kvHeads << ")";
   return success();
 }
 
@@ -239,17 +240,16 @@ LogicalResult EmbeddingOp::verify() {
   if (failed(verifyRank(*this, table, 2, "table", "[V, D]")) ||
       failed(verifyBlockQuantizedShape(*this, table, "table")))
     return failure();
-  return verifyResultShape(*this, getType(),
-                           {getIds().getType().getDimSize(0),
-                            table.getDimSize(1)});
+  return verifyResultShape(
+      *this, getType(),
+      {getIds().getType().getDimSize(0), table.getDimSize(1)});
 }
 
 LogicalResult GatherRowsOp::verify() {
   RankedTensorType input = getInput().getType();
   if (input.getRank() < 1)
     return emitOpError() << "input must have at least one dimension";
-  if (failed(verifySameElementType(*this, getType(), "result", input,
-                                   "input")))
+  if (failed(verifySameElementType(*this, getType(), "result", input, "input")))
     return failure();
   SmallVector<int64_t> expected(input.getShape());
   expected[0] = getRows().getType().getDimSize(0);
@@ -269,10 +269,12 @@ LogicalResult MatmulOp::verify() {
 
 LogicalResult FusedMatmulOp::verify() {
   if (failed(verifyMatmulOperands(*this, getInput().getType(),
-                                  getWeight().getType(), getType(), "weight")) ||
+                                  getWeight().getType(), getType(),
+                                  "weight")) ||
       failed(verifyBias(*this, getBias(), getType())))
     return failure();
-  if (Value residual = getResidual(); residual && residual.getType() != getType())
+  if (Value residual = getResidual();
+      residual && residual.getType() != getType())
     return emitOpError() << "residual type " << residual.getType()
                          << " differs from result type " << getType();
   return success();
@@ -300,9 +302,9 @@ static LogicalResult verifyNormParameter(Operation *op, Value param,
     return op->emitOpError() << "input must have at least one dimension";
   int64_t d = input.getShape().back();
   if (!dimsAgree(type.getDimSize(0), d))
-    return op->emitOpError() << name << " has " << type.getDimSize(0)
-                             << " elements but the normalized dimension has "
-                             << dimStr(d);
+    return op->emitOpError()
+           << name << " has " << type.getDimSize(0)
+           << " elements but the normalized dimension has " << dimStr(d);
   return success();
 }
 
@@ -323,8 +325,8 @@ LogicalResult LayerNormOp::verify() {
   if (failed(verifyEpsilon(*this, getEpsilonAttr().getValue())) ||
       failed(verifyNormParameter(*this, getWeight(), "weight",
                                  getInput().getType())) ||
-      failed(verifyNormParameter(*this, getBias(), "bias",
-                                 getInput().getType())))
+      failed(
+          verifyNormParameter(*this, getBias(), "bias", getInput().getType())))
     return failure();
   if (getBias() && getBias().getType() != getWeight().getType())
     return emitOpError() << "bias type " << getBias().getType()
@@ -385,8 +387,7 @@ LogicalResult TransposeOp::verify() {
   ArrayRef<int64_t> perm = getPermutation();
   if (static_cast<int64_t>(perm.size()) != in.getRank())
     return emitOpError() << "permutation has " << perm.size()
-                         << " entries but the input has rank "
-                         << in.getRank();
+                         << " entries but the input has rank " << in.getRank();
   SmallVector<bool> seen(perm.size(), false);
   for (int64_t p : perm) {
     if (p < 0 || p >= in.getRank() || seen[p])
@@ -424,8 +425,7 @@ static LogicalResult verifyAlongAxis(Operation *op, int64_t axis,
 
 /// The sizes of the parts along `axis` add up to the whole's.
 static LogicalResult verifyAxisSum(Operation *op, int64_t axis,
-                                   RankedTensorType whole,
-                                   TypeRange parts) {
+                                   RankedTensorType whole, TypeRange parts) {
   int64_t sum = 0;
   for (Type t : parts) {
     int64_t d = cast<RankedTensorType>(t).getDimSize(axis);
@@ -527,8 +527,8 @@ LogicalResult AttentionScoresOp::verify() {
   if (!dimsAgree(q.getDimSize(0), k.getDimSize(0)))
     return emitOpError() << "query has " << dimStr(q.getDimSize(0))
                          << " tokens but keys have " << dimStr(k.getDimSize(0));
-  return verifyResultShape(
-      *this, getType(), {q.getDimSize(0), q.getDimSize(1), k.getDimSize(1)});
+  return verifyResultShape(*this, getType(),
+                           {q.getDimSize(0), q.getDimSize(1), k.getDimSize(1)});
 }
 
 LogicalResult AttentionMaskOp::verify() {
@@ -552,8 +552,8 @@ LogicalResult AttentionOutputOp::verify() {
     return emitOpError() << "probs cover " << dimStr(p.getDimSize(2))
                          << " positions but values have "
                          << dimStr(v.getDimSize(1));
-  return verifyResultShape(
-      *this, getType(), {p.getDimSize(0), p.getDimSize(1), v.getDimSize(3)});
+  return verifyResultShape(*this, getType(),
+                           {p.getDimSize(0), p.getDimSize(1), v.getDimSize(3)});
 }
 
 LogicalResult AttentionOp::verify() {
@@ -570,8 +570,7 @@ LogicalResult AttentionOp::verify() {
                          << cache.getHeadDim();
   if (!(getScale().convertToDouble() > 0.0))
     return emitOpError() << "scale must be positive";
-  return verifyTokenCount(*this, getPositions(), "positions",
-                          q.getDimSize(0));
+  return verifyTokenCount(*this, getPositions(), "positions", q.getDimSize(0));
 }
 
 #define GET_OP_CLASSES

@@ -67,7 +67,8 @@ LogicalResult kiln::verifyStepFunction(FunctionOpInterface func) {
                   << " results (logits, cache), got " << results.size();
   auto logits = dyn_cast<RankedTensorType>(results[0]);
   if (!logits || logits.getRank() != 2 || !logits.isDynamicDim(0) ||
-      logits.isDynamicDim(1) || !isActivationElementType(logits.getElementType()))
+      logits.isDynamicDim(1) ||
+      !isActivationElementType(logits.getElementType()))
     return fail() << "result #0 (logits) must be tensor<?xVxf32> (or f16/bf16) "
                      "with a static vocabulary size V, got "
                   << results[0];

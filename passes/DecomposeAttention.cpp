@@ -39,21 +39,20 @@ struct ExpandAttention : OpRewritePattern<AttentionOp> {
     Type elementType = queryType.getElementType();
 
     // S, the number of positions attended over, is only known per step.
-    auto contextType = RankedTensorType::get(
-        {tokens, ShapedType::kDynamic, cache.getNumKvHeads(),
-         cache.getHeadDim()},
-        elementType);
-    auto scoresType =
-        RankedTensorType::get({tokens, heads, ShapedType::kDynamic},
+    auto contextType =
+        RankedTensorType::get({tokens, ShapedType::kDynamic,
+                               cache.getNumKvHeads(), cache.getHeadDim()},
                               elementType);
+    auto scoresType = RankedTensorType::get(
+        {tokens, heads, ShapedType::kDynamic}, elementType);
 
-    auto read = rewriter.create<KVReadOp>(
-        loc, contextType, contextType, op.getCache(), op.getLayerAttr(),
-        op.getSeqIds(), op.getPositions());
+    auto read = rewriter.create<KVReadOp>(loc, contextType, contextType,
+                                          op.getCache(), op.getLayerAttr(),
+                                          op.getSeqIds(), op.getPositions());
     Value scores = rewriter.create<AttentionScoresOp>(
         loc, scoresType, op.getQuery(), read.getKeys());
-    scores = rewriter.create<ScaleOp>(loc, scoresType, scores,
-                                      op.getScaleAttr());
+    scores =
+        rewriter.create<ScaleOp>(loc, scoresType, scores, op.getScaleAttr());
     scores = rewriter.create<AttentionMaskOp>(
         loc, scoresType, scores, op.getPositions(), op.getWindowAttr());
     Value probs = rewriter.create<SoftmaxOp>(loc, scoresType, scores);
@@ -68,8 +67,8 @@ struct DecomposeAttentionPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<ExpandAttention>(&getContext());
-    if (failed(applyPatternsAndFoldGreedily(getOperation(),
-                                            std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };

@@ -43,8 +43,8 @@ std::optional<std::string> validateStepBatch(const StepBatch &batch,
     int32_t token = batch.tokens[t], pos = batch.positions[t],
             seq = batch.seqIds[t];
     if (token < 0 || token >= limits.vocabSize)
-      return concat("token #", t, ": id ", token, " is outside the vocabulary [0, ",
-                    limits.vocabSize, ")");
+      return concat("token #", t, ": id ", token,
+                    " is outside the vocabulary [0, ", limits.vocabSize, ")");
     if (seq < 0 || seq >= limits.maxSequences)
       return concat("token #", t, ": sequence id ", seq, " is outside [0, ",
                     limits.maxSequences, ")");
@@ -54,10 +54,11 @@ std::optional<std::string> validateStepBatch(const StepBatch &batch,
     auto [it, first] = nextPosition.try_emplace(seq, pos + 1);
     if (!first) {
       if (pos != it->second)
-        return concat("token #", t, ": sequence ", seq, " is at position ",
-                      pos, " but its previous token in this step was at ",
-                      it->second - 1, "; a sequence's tokens must be at "
-                                      "consecutive positions");
+        return concat("token #", t, ": sequence ", seq, " is at position ", pos,
+                      " but its previous token in this step was at ",
+                      it->second - 1,
+                      "; a sequence's tokens must be at "
+                      "consecutive positions");
       it->second = pos + 1;
     }
   }
@@ -65,8 +66,8 @@ std::optional<std::string> validateStepBatch(const StepBatch &batch,
   for (size_t r = 0; r < batch.logitRows.size(); ++r) {
     int32_t row = batch.logitRows[r];
     if (row < 0 || static_cast<size_t>(row) >= n)
-      return concat("logit row #", r, ": token index ", row,
-                    " is outside [0, ", n, ")");
+      return concat("logit row #", r, ": token index ", row, " is outside [0, ",
+                    n, ")");
     if (r > 0 && row <= batch.logitRows[r - 1])
       return concat("logit row #", r, ": token index ", row,
                     " does not follow ", batch.logitRows[r - 1],

@@ -26,8 +26,7 @@ struct StepBatch {
 
   /// Appends one token of sequence `seq` at `position`; `wantLogits` asks for
   /// its logits (typically the last token of each sequence in the step).
-  void addToken(int32_t seq, int32_t token, int32_t position,
-                bool wantLogits);
+  void addToken(int32_t seq, int32_t token, int32_t position, bool wantLogits);
 
   size_t numTokens() const { return tokens.size(); }
 };

@@ -24,6 +24,6 @@ int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   kiln::registerKilnPasses();
 
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "Kiln optimizer driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));
 }
