@@ -9,7 +9,6 @@
 #include "ir/KilnOps.h"
 
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_DECOMPOSEATTENTION
@@ -26,50 +25,43 @@ namespace {
 ///                                             window)), V)
 ///   where K, V = kv_read(cache, layer).
 /// Always applies; the expansion materializes [T, H, S] scores.
-struct ExpandAttention : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+static void expandAttention(AttentionOp op, RewriterBase &rewriter) {
+  rewriter.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  RankedTensorType queryType = op.getQuery().getType();
+  auto cache = cast<KVCacheType>(op.getCache().getType());
+  int64_t tokens = queryType.getDimSize(0);
+  int64_t heads = queryType.getDimSize(1);
+  Type elementType = queryType.getElementType();
 
-  LogicalResult matchAndRewrite(AttentionOp op,
-                                PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    RankedTensorType queryType = op.getQuery().getType();
-    auto cache = cast<KVCacheType>(op.getCache().getType());
-    int64_t tokens = queryType.getDimSize(0);
-    int64_t heads = queryType.getDimSize(1);
-    Type elementType = queryType.getElementType();
+  // S, the number of positions attended over, is only known per step.
+  auto contextType = RankedTensorType::get(
+      {tokens, ShapedType::kDynamic, cache.getNumKvHeads(), cache.getHeadDim()},
+      elementType);
+  auto scoresType =
+      RankedTensorType::get({tokens, heads, ShapedType::kDynamic}, elementType);
 
-    // S, the number of positions attended over, is only known per step.
-    auto contextType =
-        RankedTensorType::get({tokens, ShapedType::kDynamic,
-                               cache.getNumKvHeads(), cache.getHeadDim()},
-                              elementType);
-    auto scoresType = RankedTensorType::get(
-        {tokens, heads, ShapedType::kDynamic}, elementType);
-
-    auto read = rewriter.create<KVReadOp>(loc, contextType, contextType,
-                                          op.getCache(), op.getLayerAttr(),
-                                          op.getSeqIds(), op.getPositions());
-    Value scores = rewriter.create<AttentionScoresOp>(
-        loc, scoresType, op.getQuery(), read.getKeys());
-    scores =
-        rewriter.create<ScaleOp>(loc, scoresType, scores, op.getScaleAttr());
-    scores = rewriter.create<AttentionMaskOp>(
-        loc, scoresType, scores, op.getPositions(), op.getWindowAttr());
-    Value probs = rewriter.create<SoftmaxOp>(loc, scoresType, scores);
-    rewriter.replaceOpWithNewOp<AttentionOutputOp>(op, queryType, probs,
-                                                   read.getValues());
-    return success();
-  }
-};
+  auto read = rewriter.create<KVReadOp>(loc, contextType, contextType,
+                                        op.getCache(), op.getLayerAttr(),
+                                        op.getSeqIds(), op.getPositions());
+  Value scores = rewriter.create<AttentionScoresOp>(
+      loc, scoresType, op.getQuery(), read.getKeys());
+  scores = rewriter.create<ScaleOp>(loc, scoresType, scores, op.getScaleAttr());
+  scores = rewriter.create<AttentionMaskOp>(
+      loc, scoresType, scores, op.getPositions(), op.getWindowAttr());
+  Value probs = rewriter.create<SoftmaxOp>(loc, scoresType, scores);
+  rewriter.replaceOpWithNewOp<AttentionOutputOp>(op, queryType, probs,
+                                                 read.getValues());
+}
 
 struct DecomposeAttentionPass
     : kiln::impl::DecomposeAttentionBase<DecomposeAttentionPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    patterns.add<ExpandAttention>(&getContext());
-    if (failed(
-            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    SmallVector<AttentionOp> ops;
+    getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (AttentionOp op : ops)
+      expandAttention(op, rewriter);
   }
 };
 
