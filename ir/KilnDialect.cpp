@@ -53,6 +53,17 @@ LogicalResult KilnDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
 
+  if (name == kContextLengthAttrName) {
+    auto value = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!value || value.getInt() <= 0)
+      return op->emitError()
+             << "'" << kContextLengthAttrName << "' must be a positive integer";
+    if (!op->hasAttr(kStepAttrName))
+      return op->emitError() << "'" << kContextLengthAttrName
+                             << "' is only valid on a kiln.step function";
+    return success();
+  }
+
   if (name == kFuseRequiredAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError()

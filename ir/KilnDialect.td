@@ -37,6 +37,10 @@ def Kiln_Dialect : Dialect {
     /// Name of the module attribute naming the weights file.
     static constexpr ::llvm::StringLiteral kWeightsSourceAttrName =
         "kiln.weights_source";
+    /// Name of the integer attribute on a step function giving the context
+    /// length the model declares (positions it was trained for).
+    static constexpr ::llvm::StringLiteral kContextLengthAttrName =
+        "kiln.context_length";
     /// Name of the attribute that turns a missed fusion into an error.
     static constexpr ::llvm::StringLiteral kFuseRequiredAttrName =
         "kiln.fuse_required";

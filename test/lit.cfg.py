@@ -1,19 +1,44 @@
 # lit configuration for Kiln's FileCheck tests (test/**/*.mlir).
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
 
 config.name = "Kiln"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "unit"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "unit",
+                   "same-text.py"]
 
 # FileCheck, not, count and split-file from LLVM 19; kiln-opt from this build.
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["kiln-opt"], [config.kiln_tools_dir])
+llvm_config.add_tool_substitutions(["kiln-opt", "kiln"], [config.kiln_tools_dir])
 
 config.substitutions.append(("%kiln_src_root", config.kiln_src_root))
+
+# Model fixtures live outside the repository (docs: README, test/unit/TestData.h):
+# $KILN_TEST_MODELS / $KILN_TEST_VOCAB, default ../shared beside the checkout.
+# Tests that need them say `REQUIRES: shared-models`; in CI (CI=true) their
+# absence is an error rather than a skip.
+def shared_dir(variable, name):
+    default = os.path.join(config.kiln_src_root, "..", "shared", name)
+    return os.path.abspath(os.environ.get(variable) or default)
+
+models = shared_dir("KILN_TEST_MODELS", "models")
+vocab = shared_dir("KILN_TEST_VOCAB", "vocab")
+if os.path.isfile(os.path.join(models, "stories260K.bin")):
+    config.available_features.add("shared-models")
+elif os.environ.get("CI") == "true":
+    lit_config.fatal("CI needs the model fixtures at %s (set KILN_TEST_MODELS)" % models)
+else:
+    lit_config.note("model fixtures not found at %s: tests that need them are "
+                    "unsupported; set KILN_TEST_MODELS" % models)
+config.substitutions.append(("%models", models))
+config.substitutions.append(("%vocab", vocab))
+config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(("%same_text", "%s %s" % (
+    sys.executable, os.path.join(config.test_source_root, "tools", "same-text.py"))))

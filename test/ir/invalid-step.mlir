@@ -67,3 +67,16 @@ func.func private @step() attributes {kiln.step = true}
 
 // expected-error @+1 {{'kiln.step' is only valid on a function}}
 module attributes {kiln.step} {}
+
+// -----
+
+// expected-error @+1 {{'kiln.context_length' must be a positive integer}}
+func.func private @step(tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>,
+                        !kiln.kv_cache<layers = 1, kv_heads = 1, head_dim = 2, f32>)
+    -> (tensor<?x16xf32>, !kiln.kv_cache<layers = 1, kv_heads = 1, head_dim = 2, f32>)
+    attributes {kiln.step, kiln.context_length = 0 : i64}
+
+// -----
+
+// expected-error @+1 {{'kiln.context_length' is only valid on a kiln.step function}}
+func.func private @not_a_step() attributes {kiln.context_length = 128 : i64}

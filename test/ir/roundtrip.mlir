@@ -217,12 +217,12 @@ func.func @attention_pieces(
 // CHECK-LABEL: func @step
 // CHECK-SAME: (%{{.*}}: tensor<?xi32>, %{{.*}}: tensor<?xi32>, %{{.*}}: tensor<?xi32>, %{{.*}}: tensor<?xi32>, %{{.*}}: !kiln.kv_cache<layers = 1, kv_heads = 1, head_dim = 2, bf16>)
 // CHECK-SAME: -> (tensor<?x16xf32>, !kiln.kv_cache<layers = 1, kv_heads = 1, head_dim = 2, bf16>)
-// CHECK-SAME: attributes {kiln.step}
+// CHECK-SAME: attributes {kiln.context_length = 4096 : i64, kiln.step}
 func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>,
                 %seq_ids: tensor<?xi32>, %logit_rows: tensor<?xi32>,
                 %cache: !kiln.kv_cache<layers = 1, kv_heads = 1, head_dim = 2, bf16>)
     -> (tensor<?x16xf32>, !kiln.kv_cache<layers = 1, kv_heads = 1, head_dim = 2, bf16>)
-    attributes {kiln.step} {
+    attributes {kiln.step, kiln.context_length = 4096 : i64} {
   %logits = arith.constant dense<0.0> : tensor<1x16xf32>
   %dyn = tensor.cast %logits : tensor<1x16xf32> to tensor<?x16xf32>
   return %dyn, %cache : tensor<?x16xf32>, !kiln.kv_cache<layers = 1, kv_heads = 1, head_dim = 2, bf16>

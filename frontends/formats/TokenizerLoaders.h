@@ -1,0 +1,37 @@
+//===- TokenizerLoaders.h - Reading vocabularies from files -----*- C++ -*-===//
+//
+// Part of Kiln. Turns tokenizer files into runtime::TokenizerSpec. Errors are
+// FormatError naming the file and what is wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_FRONTENDS_FORMATS_TOKENIZERLOADERS_H
+#define KILN_FRONTENDS_FORMATS_TOKENIZERLOADERS_H
+
+#include "frontends/formats/GGUF.h"
+#include "frontends/formats/MappedFile.h"
+#include "runtime/Tokenizer.h"
+
+#include <memory>
+#include <string>
+
+namespace kiln::formats {
+
+/// llama2.c's tokenizer.bin: int32 max_token_length, then per token a float32
+/// score, an int32 length and the bytes. `vocabSize` tokens are read (the
+/// file does not store the count: the model's vocabulary size decides; pass
+/// -1 to read until the end of the file). BOS = 1, EOS = 2, space symbol " ".
+runtime::TokenizerSpec loadLlama2cTokenizer(const std::string &path,
+                                            int64_t vocabSize = -1);
+runtime::TokenizerSpec
+loadLlama2cTokenizer(std::shared_ptr<const MappedFile> file,
+                     int64_t vocabSize = -1);
+
+/// The vocabulary stored in a GGUF file (tokenizer.ggml.*): model `llama`
+/// (ScoreMerge with "▁") or `gpt2` (ByteLevelBPE with tokenizer.ggml.pre).
+/// Throws if the file has no vocabulary or an unsupported model.
+runtime::TokenizerSpec tokenizerFromGGUF(const GGUFFile &gguf);
+
+} // namespace kiln::formats
+
+#endif // KILN_FRONTENDS_FORMATS_TOKENIZERLOADERS_H

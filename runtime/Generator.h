@@ -1,0 +1,53 @@
+//===- Generator.h - Text generation over any step executor -----*- C++ -*-===//
+//
+// Part of Kiln. llama2.c's generation loop on top of the step contract: the
+// prompt (BOS first) is prefilled in one step, then one token per step is
+// sampled and streamed. `steps` counts positions, prompt included, as in
+// llama2.c; generation stops early at BOS, at an end token the caller names
+// (EOS/EOT of GGUF and Hugging Face vocabularies), or at the context length.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_GENERATOR_H
+#define KILN_RUNTIME_GENERATOR_H
+
+#include "runtime/Sampler.h"
+#include "runtime/StepBatch.h"
+#include "runtime/Tokenizer.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime {
+
+/// Runs one step of one model: logits [R, V] row-major for batch.logitRows.
+using StepFunction = std::function<std::vector<float>(const StepBatch &)>;
+
+struct GenerationOptions {
+  int32_t steps = 256;
+  int32_t contextLength = 0;       ///< Positions the model may use.
+  std::vector<int32_t> stopTokens; ///< Besides BOS (llama2.c's stop).
+  SamplerOptions sampler;
+};
+
+struct GenerationResult {
+  std::vector<int32_t> tokens; ///< Prompt (with BOS) and generated ids.
+  int32_t promptTokens = 0;
+  double prefillSeconds = 0;
+  double decodeSeconds = 0;
+  int32_t decodedTokens = 0; ///< Tokens sampled.
+  bool hitContextLimit = false;
+};
+
+/// Generates from `prompt`; `emit` receives each printable piece as soon as
+/// it is known (llama2.c's printing rules: unprintable single bytes are
+/// dropped).
+GenerationResult generate(const Tokenizer &tokenizer, const StepFunction &step,
+                          const std::string &prompt,
+                          const GenerationOptions &options,
+                          const std::function<void(const std::string &)> &emit);
+
+} // namespace kiln::runtime
+
+#endif // KILN_RUNTIME_GENERATOR_H

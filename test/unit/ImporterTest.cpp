@@ -1,0 +1,271 @@
+//===- ImporterTest.cpp - Model files to kiln IR --------------------------===//
+//
+// Part of Kiln's unit tests. The same weights written as a legacy llama2.c
+// checkpoint, a version-1 export and a GGUF file import to the same IR and
+// give the same logits; malformed files give errors naming the file and the
+// tensor or key at fault; the shared stories260K files import and agree.
+//
+//===----------------------------------------------------------------------===//
+
+#include "SyntheticModel.h"
+#include "TestData.h"
+
+#include "frontends/FileWeightProvider.h"
+#include "frontends/Importer.h"
+#include "frontends/formats/FormatError.h"
+#include "ir/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace mlir;
+using namespace kiln;
+using kiln::test::SyntheticModel;
+
+namespace {
+
+/// Imports the model file at `path` and runs `steps` with the reference
+/// interpreter, returning each step's logits.
+std::vector<std::vector<float>>
+runFile(MLIRContext &context, const std::string &path,
+        const std::vector<runtime::StepBatch> &steps) {
+  ImportedModel model = readModel(path);
+  OwningOpRef<ModuleOp> module = importModel(&context, model);
+  EXPECT_TRUE(succeeded(verify(*module)));
+  FileWeightProvider weights(formats::WeightFile::open(
+      toWeightFileFormat(model.location.format), path));
+  Interpreter<float> interp(weights);
+  func::FuncOp step = findStepFunction(*module);
+  ReferenceKVCache<float> cache(
+      cast<KVCacheType>(step.getArgumentTypes().back()));
+  std::vector<std::vector<float>> logits;
+  for (const runtime::StepBatch &batch : steps)
+    logits.push_back(interp.step(step, batch, cache).data);
+  return logits;
+}
+
+formats::ModelConfig tinyConfig() {
+  formats::ModelConfig c;
+  c.dim = 16;
+  c.hiddenDim = 40;
+  c.numLayers = 2;
+  c.numHeads = 4;
+  c.numKvHeads = 2;
+  c.headDim = 4;
+  c.vocabSize = 23;
+  c.contextLength = 12;
+  return c;
+}
+
+class ImporterTest : public ::testing::Test {
+protected:
+  ImporterTest() {
+    context.loadDialect<KilnDialect, func::FuncDialect>();
+    dir = std::filesystem::temp_directory_path() /
+          ("kiln-importer-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+  }
+  ~ImporterTest() override { std::filesystem::remove_all(dir); }
+
+  std::string write(const std::string &name, const std::string &bytes) {
+    std::string path = (dir / name).string();
+    test::writeBytes(path, bytes);
+    return path;
+  }
+
+  /// The module's text with the weights source normalized away.
+  std::string irText(ModuleOp module) {
+    module->setAttr(
+        KilnDialect::kWeightsSourceAttrName,
+        WeightsSourceAttr::get(&context, WeightsFormat::GGUF, "same"));
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module.print(os);
+    return os.str();
+  }
+
+  std::vector<float> logitsOf(const std::string &path) {
+    runtime::StepBatch batch;
+    for (int32_t i = 0; i < 5; ++i)
+      batch.addToken(0, (i * 7 + 1) % 23, i, true);
+    return runFile(context, path, {batch}).at(0);
+  }
+
+  template <typename F> std::string errorOf(F f) {
+    try {
+      f();
+    } catch (const formats::FormatError &e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+
+  MLIRContext context;
+  std::filesystem::path dir;
+};
+
+TEST_F(ImporterTest, EveryFormatBuildsTheSameIRAndLogits) {
+  SyntheticModel m = SyntheticModel::random(tinyConfig(), 5);
+  std::string legacy = write("legacy.bin", m.llama2cLegacyBytes());
+  std::string v1 = write("v1.bin", m.llama2cV1Bytes());
+  std::string gguf = write("model.gguf", m.gguf().bytes());
+
+  std::string reference;
+  for (const std::string &path : {legacy, v1, gguf}) {
+    ImportedModel model = readModel(path);
+    OwningOpRef<ModuleOp> module = importModel(&context, model);
+    ASSERT_TRUE(succeeded(verify(*module))) << path;
+    std::string text = irText(*module);
+    if (reference.empty())
+      reference = text;
+    EXPECT_EQ(text, reference) << path << " imports to different IR";
+  }
+  std::vector<float> a = logitsOf(legacy), b = logitsOf(v1), c = logitsOf(gguf);
+  ASSERT_EQ(a.size(), 5u * 23u);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a, c);
+}
+
+TEST_F(ImporterTest, UntiedClassifierUsesOutputWeight) {
+  formats::ModelConfig config = tinyConfig();
+  config.tiedClassifier = false;
+  SyntheticModel m = SyntheticModel::random(config, 6);
+  ImportedModel model = readModel(write("untied.bin", m.llama2cLegacyBytes()));
+  EXPECT_FALSE(model.config.tiedClassifier);
+  OwningOpRef<ModuleOp> module = importModel(&context, model);
+  EXPECT_TRUE(module->lookupSymbol<WeightDeclOp>("output.weight"));
+  EXPECT_EQ(logitsOf(write("untied.gguf", m.gguf().bytes())),
+            logitsOf(write("untied2.bin", m.llama2cLegacyBytes())));
+}
+
+TEST_F(ImporterTest, Llama2cErrorsNameTheProblem) {
+  SyntheticModel m = SyntheticModel::random(tinyConfig(), 7);
+  std::string bytes = m.llama2cLegacyBytes();
+  EXPECT_NE(errorOf([&] {
+              readModel(write("short.bin", bytes.substr(0, 2000)));
+            }).find("truncated: tensor 'blk."),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] {
+              readModel(write("tiny.bin", bytes.substr(0, 10)));
+            }).find("a llama2.c checkpoint starts with 7 int32"),
+            std::string::npos);
+
+  std::string v2 = m.llama2cV1Bytes();
+  v2[4] = 2;
+  EXPECT_NE(errorOf([&] { readModel(write("v2.bin", v2)); })
+                .find("llama2.c export version 2 (int8 weights in groups with "
+                      "float32 scales) is not supported"),
+            std::string::npos);
+
+  std::string badHeads = bytes;
+  badHeads[16] = 3; // n_kv_heads 3 does not divide n_heads 4
+  EXPECT_NE(errorOf([&] {
+              readModel(write("heads.bin", badHeads));
+            }).find("n_heads (4) must be a multiple of n_kv_heads (3)"),
+            std::string::npos);
+}
+
+TEST_F(ImporterTest, GGUFErrorsNameTheKeyOrTensor) {
+  SyntheticModel m = SyntheticModel::random(tinyConfig(), 8);
+  test::GGUFWriter noWidth;
+  noWidth.addString("general.architecture", "llama");
+  EXPECT_NE(errorOf([&] {
+              readModel(write("nowidth.gguf", noWidth.bytes()));
+            }).find("missing metadata key 'llama.embedding_length'"),
+            std::string::npos);
+
+  test::GGUFWriter phi;
+  phi.addString("general.architecture", "phi3");
+  EXPECT_NE(errorOf([&] {
+              readModel(write("phi.gguf", phi.bytes()));
+            }).find("architecture 'phi3' is not supported"),
+            std::string::npos);
+
+  // A tensor whose shape disagrees with the configuration.
+  SyntheticModel wrong = m;
+  wrong.shapes["blk.1.attn_k.weight"] = {4, 16};
+  wrong.weights["blk.1.attn_k.weight"].resize(64);
+  std::string path = write("shape.gguf", wrong.gguf().bytes());
+  EXPECT_NE(errorOf([&] { importModel(&context, readModel(path)); })
+                .find("tensor 'blk.1.attn_k.weight' has shape [4, 16], the "
+                      "model's configuration implies [8, 16]"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// The shared stories260K files
+//===----------------------------------------------------------------------===//
+
+std::vector<int32_t> goldenIds() {
+  std::ifstream in(test::modelsDir() + "/golden_stories260K_greedy.ids");
+  std::vector<int32_t> ids;
+  int32_t id;
+  while (in >> id)
+    ids.push_back(id);
+  return ids;
+}
+
+/// Logits of every position when the golden ids are fed one per step.
+std::vector<std::vector<float>> teacherForced(MLIRContext &context,
+                                              const std::string &path,
+                                              const std::vector<int32_t> &ids) {
+  std::vector<runtime::StepBatch> steps(ids.size());
+  for (size_t pos = 0; pos < ids.size(); ++pos)
+    steps[pos].addToken(0, ids[pos], static_cast<int32_t>(pos), true);
+  return runFile(context, path, steps);
+}
+
+TEST_F(ImporterTest, Stories260KGGUFAndCheckpointGiveTheSameLogits) {
+  std::string bin = test::modelsDir() + "/stories260K.bin";
+  std::string gguf = test::modelsDir() + "/stories260K-f32.gguf";
+  KILN_REQUIRE_TEST_FILE(bin);
+  KILN_REQUIRE_TEST_FILE(gguf);
+  std::vector<int32_t> ids = goldenIds();
+  ids.resize(32);
+  auto a = teacherForced(context, bin, ids);
+  auto b = teacherForced(context, gguf, ids);
+  for (size_t pos = 0; pos < ids.size(); ++pos)
+    EXPECT_EQ(a[pos], b[pos]) << "position " << pos;
+}
+
+TEST_F(ImporterTest, Stories260KF16FollowsF32) {
+  std::string f32 = test::modelsDir() + "/stories260K-f32.gguf";
+  std::string f16 = test::modelsDir() + "/stories260K-f16.gguf";
+  KILN_REQUIRE_TEST_FILE(f32);
+  KILN_REQUIRE_TEST_FILE(f16);
+  std::vector<int32_t> ids = goldenIds();
+  ASSERT_GE(ids.size(), 256u);
+  ids.resize(256);
+  auto ref = teacherForced(context, f32, ids);
+  auto got = teacherForced(context, f16, ids);
+  double worst = 0;
+  int agree = 0;
+  for (size_t pos = 0; pos < ids.size(); ++pos) {
+    double num = 0, den = 0;
+    for (size_t j = 0; j < ref[pos].size(); ++j) {
+      double d = double(got[pos][j]) - ref[pos][j];
+      num += d * d;
+      den += double(ref[pos][j]) * ref[pos][j];
+    }
+    worst = std::max(worst, std::sqrt(num / den));
+    auto top = [](const std::vector<float> &v) {
+      return std::max_element(v.begin(), v.end()) - v.begin();
+    };
+    agree += top(ref[pos]) == top(got[pos]);
+  }
+  std::printf("stories260K f16 vs f32 over 256 steps: worst |dlogits|/|ref| "
+              "%.3g, top-1 agreement %d/256\n",
+              worst, agree);
+  EXPECT_LE(worst, 5e-3);
+  EXPECT_GE(agree, 251); // >= 98%
+}
+
+} // namespace

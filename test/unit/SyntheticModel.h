@@ -1,0 +1,198 @@
+//===- SyntheticModel.h - Random Llama models for tests ---------*- C++ -*-===//
+//
+// Part of Kiln's unit tests. A small Llama-family model with random weights,
+// held in memory and written in each format Kiln imports, so tests can check
+// that every importer builds the same IR and the interpreter gives the same
+// logits for the same weights.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TEST_UNIT_SYNTHETICMODEL_H
+#define KILN_TEST_UNIT_SYNTHETICMODEL_H
+
+#include "GGUFWriter.h"
+
+#include "frontends/formats/ModelConfig.h"
+#include "frontends/formats/TensorInfo.h"
+#include "ir/interpreter/Interpreter.h"
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace kiln::test {
+
+struct SyntheticModel {
+  formats::ModelConfig config;
+  /// Weights by Kiln's canonical names, row-major float32.
+  std::map<std::string, std::vector<float>> weights;
+  std::map<std::string, std::vector<int64_t>> shapes;
+
+  /// A model of `config` with N(0, 0.1) matrices and norms near 1.
+  static SyntheticModel random(formats::ModelConfig config, uint32_t seed) {
+    SyntheticModel m;
+    m.config = config;
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 0.1f);
+    auto add = [&](const std::string &name, std::vector<int64_t> shape,
+                   bool norm) {
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      std::vector<float> v(n);
+      for (float &x : v)
+        x = norm ? 1.0f + normal(rng) : normal(rng);
+      m.weights[name] = std::move(v);
+      m.shapes[name] = std::move(shape);
+    };
+    const formats::ModelConfig &c = config;
+    int64_t q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
+    add("token_embd.weight", {c.vocabSize, c.dim}, false);
+    for (int64_t l = 0; l < c.numLayers; ++l) {
+      auto name = [&](const char *s) { return formats::layerTensorName(l, s); };
+      add(name("attn_norm.weight"), {c.dim}, true);
+      add(name("attn_q.weight"), {q, c.dim}, false);
+      add(name("attn_k.weight"), {kv, c.dim}, false);
+      add(name("attn_v.weight"), {kv, c.dim}, false);
+      if (c.qkvBias) {
+        add(name("attn_q.bias"), {q}, false);
+        add(name("attn_k.bias"), {kv}, false);
+        add(name("attn_v.bias"), {kv}, false);
+      }
+      add(name("attn_output.weight"), {c.dim, q}, false);
+      add(name("ffn_norm.weight"), {c.dim}, true);
+      add(name("ffn_gate.weight"), {c.hiddenDim, c.dim}, false);
+      add(name("ffn_down.weight"), {c.dim, c.hiddenDim}, false);
+      add(name("ffn_up.weight"), {c.hiddenDim, c.dim}, false);
+    }
+    add("output_norm.weight", {c.dim}, true);
+    if (!c.tiedClassifier)
+      add("output.weight", {c.vocabSize, c.dim}, false);
+    return m;
+  }
+
+  /// The tensor directory an importer of an f32 file would produce (offsets
+  /// are irrelevant in memory).
+  std::vector<formats::TensorInfo> tensorInfos() const {
+    std::vector<formats::TensorInfo> infos;
+    for (const auto &[name, shape] : shapes) {
+      formats::TensorInfo t;
+      t.name = name;
+      t.shape = shape;
+      t.bytes = static_cast<uint64_t>(t.numElements()) * 4;
+      infos.push_back(t);
+    }
+    return infos;
+  }
+
+  /// llama2.c's legacy checkpoint layout (models without QKV bias).
+  std::string llama2cLegacyBytes() const {
+    const formats::ModelConfig &c = config;
+    std::string out;
+    for (int64_t v :
+         {c.dim, c.hiddenDim, c.numLayers, c.numHeads, c.numKvHeads,
+          c.tiedClassifier ? c.vocabSize : -c.vocabSize, c.contextLength})
+      out += GGUFWriter::le<int32_t>(static_cast<int32_t>(v));
+    put(out, "token_embd.weight");
+    putLayers(out, "attn_norm.weight");
+    putLayers(out, "attn_q.weight");
+    putLayers(out, "attn_k.weight");
+    putLayers(out, "attn_v.weight");
+    putLayers(out, "attn_output.weight");
+    putLayers(out, "ffn_norm.weight");
+    putLayers(out, "ffn_gate.weight");
+    putLayers(out, "ffn_down.weight");
+    putLayers(out, "ffn_up.weight");
+    put(out, "output_norm.weight");
+    out += std::string(c.contextLength * c.headDim * 4, '\0'); // freq_cis
+    if (!c.tiedClassifier)
+      put(out, "output.weight");
+    return out;
+  }
+
+  /// llama2.c's export version 1 (256-byte header, norms first).
+  std::string llama2cV1Bytes() const {
+    const formats::ModelConfig &c = config;
+    std::string out = GGUFWriter::le<uint32_t>(0x616b3432);
+    out += GGUFWriter::le<int32_t>(1);
+    for (int64_t v : {c.dim, c.hiddenDim, c.numLayers, c.numHeads, c.numKvHeads,
+                      c.vocabSize, c.contextLength})
+      out += GGUFWriter::le<int32_t>(static_cast<int32_t>(v));
+    out += static_cast<char>(c.tiedClassifier ? 1 : 0);
+    out.resize(256, '\0');
+    putLayers(out, "attn_norm.weight");
+    putLayers(out, "ffn_norm.weight");
+    put(out, "output_norm.weight");
+    put(out, "token_embd.weight");
+    putLayers(out, "attn_q.weight");
+    putLayers(out, "attn_k.weight");
+    putLayers(out, "attn_v.weight");
+    putLayers(out, "attn_output.weight");
+    putLayers(out, "ffn_gate.weight");
+    putLayers(out, "ffn_down.weight");
+    putLayers(out, "ffn_up.weight");
+    if (!c.tiedClassifier)
+      put(out, "output.weight");
+    return out;
+  }
+
+  /// A GGUF file as llama.cpp writes one for `arch` ("llama" or "qwen2").
+  GGUFWriter gguf() const {
+    const formats::ModelConfig &c = config;
+    const std::string a = c.architecture;
+    GGUFWriter w;
+    w.addString("general.architecture", a);
+    w.addU32(a + ".context_length", static_cast<uint32_t>(c.contextLength));
+    w.addU32(a + ".embedding_length", static_cast<uint32_t>(c.dim));
+    w.addU32(a + ".feed_forward_length", static_cast<uint32_t>(c.hiddenDim));
+    w.addU32(a + ".block_count", static_cast<uint32_t>(c.numLayers));
+    w.addU32(a + ".attention.head_count", static_cast<uint32_t>(c.numHeads));
+    w.addU32(a + ".attention.head_count_kv",
+             static_cast<uint32_t>(c.numKvHeads));
+    w.addU32(a + ".rope.dimension_count", static_cast<uint32_t>(c.headDim));
+    w.addF32(a + ".rope.freq_base", static_cast<float>(c.ropeTheta));
+    w.addF32(a + ".attention.layer_norm_rms_epsilon",
+             static_cast<float>(c.normEpsilon));
+    if (c.slidingWindow)
+      w.addU32(a + ".attention.sliding_window",
+               static_cast<uint32_t>(c.slidingWindow));
+    for (const auto &[name, shape] : shapes)
+      w.addTensor(name, shape, formats::ElementType::F32,
+                  GGUFWriter::f32Bytes(weights.at(name)));
+    return w;
+  }
+
+private:
+  void put(std::string &out, const std::string &name) const {
+    out += GGUFWriter::f32Bytes(weights.at(name));
+  }
+  void putLayers(std::string &out, const char *suffix) const {
+    for (int64_t l = 0; l < config.numLayers; ++l)
+      put(out, formats::layerTensorName(l, suffix));
+  }
+};
+
+/// Serves a SyntheticModel's weights to the interpreter.
+class InMemoryWeights : public WeightProvider {
+public:
+  explicit InMemoryWeights(const SyntheticModel &model) : model(model) {}
+  const float *getWeight(llvm::StringRef name,
+                         mlir::RankedTensorType) override {
+    return model.weights.at(name.str()).data();
+  }
+
+private:
+  const SyntheticModel &model;
+};
+
+inline void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+} // namespace kiln::test
+
+#endif // KILN_TEST_UNIT_SYNTHETICMODEL_H

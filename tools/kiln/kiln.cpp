@@ -1,0 +1,293 @@
+//===- kiln.cpp - The kiln command line -----------------------------------===//
+//
+// Part of Kiln. Subcommands:
+//   kiln run MODEL       generate text (import -> IR -> reference interpreter)
+//   kiln import MODEL    write the model's kiln module as MLIR text
+//   kiln inspect MODEL   print configuration, tensors and tokenizer summary
+//   kiln tokenize TEXT   print token ids
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/kiln/LoadedModel.h"
+
+#include "frontends/formats/GGUF.h"
+#include "frontends/formats/TokenizerLoaders.h"
+#include "ir/KilnOps.h"
+#include "ir/interpreter/Interpreter.h"
+#include "runtime/Generator.h"
+
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// kiln run
+//===----------------------------------------------------------------------===//
+
+struct RunOptions {
+  std::string model, tokenizer, prompt;
+  int32_t steps = 256;
+  float temperature = 1.0f, topP = 0.9f;
+  int32_t topK = 0;
+  uint64_t seed = 0;
+  int32_t context = 0;
+};
+
+int run(const RunOptions &o) {
+  LoadedModel model = loadModel(o.model);
+  runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
+  func::FuncOp stepFunc = findStepFunction(*model.module);
+  auto cacheType = cast<KVCacheType>(stepFunc.getArgumentTypes().back());
+  ReferenceKVCache<float> cache(cacheType);
+  Interpreter<float> interpreter(*model.weights);
+
+  runtime::GenerationOptions options;
+  options.steps = o.steps;
+  options.contextLength = o.context > 0 ? o.context : model.contextLength;
+  if (options.contextLength <= 0)
+    options.contextLength = o.steps;
+  if (model.stopsAtEos)
+    for (int32_t id : {tokenizer.spec().eosId, tokenizer.spec().eotId})
+      if (id >= 0)
+        options.stopTokens.push_back(id);
+  options.sampler.temperature = o.temperature;
+  options.sampler.topP = o.topP;
+  options.sampler.topK = o.topK;
+  options.sampler.seed =
+      o.seed ? o.seed
+             : static_cast<uint64_t>(
+                   std::chrono::system_clock::now().time_since_epoch().count());
+
+  auto step = [&](const runtime::StepBatch &batch) {
+    Tensor<float> logits = interpreter.step(stepFunc, batch, cache);
+    return std::move(logits.data);
+  };
+  runtime::GenerationResult result = runtime::generate(
+      tokenizer, step, o.prompt, options, [](const std::string &piece) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      });
+  std::printf("\n");
+  std::fflush(stdout);
+
+  if (result.hitContextLimit)
+    std::fprintf(stderr,
+                 "kiln: stopped at the model's context length of %d "
+                 "positions; --context N raises it\n",
+                 options.contextLength);
+  double seconds = result.prefillSeconds + result.decodeSeconds;
+  std::fprintf(stderr,
+               "kiln: prefill %d tokens in %.3f s, decode %d tokens in %.3f s "
+               "(%.1f tokens/s)\n",
+               result.promptTokens, result.prefillSeconds, result.decodedTokens,
+               result.decodeSeconds,
+               result.decodeSeconds > 0
+                   ? result.decodedTokens / result.decodeSeconds
+                   : 0.0);
+  (void)seconds;
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// kiln import
+//===----------------------------------------------------------------------===//
+
+int import(const std::string &modelPath, const std::string &output) {
+  auto context = makeContext();
+  ImportedModel model = readModel(modelPath);
+  // The weights path is written relative to the output's directory, so the
+  // module runs again from wherever the pair is moved together.
+  if (output != "-") {
+    namespace fs = std::filesystem;
+    fs::path outDir = fs::absolute(output).parent_path();
+    model.location.path =
+        fs::relative(fs::absolute(modelPath), outDir).string();
+  }
+  OwningOpRef<ModuleOp> module = importModel(context.get(), model);
+  if (failed(verify(*module)))
+    throw std::runtime_error(modelPath + ": the imported module does not "
+                                         "verify");
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  if (output == "-") {
+    std::cout << os.str();
+    return 0;
+  }
+  std::ofstream out(output);
+  out << os.str();
+  if (!out)
+    throw std::runtime_error(output + ": cannot write");
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// kiln inspect
+//===----------------------------------------------------------------------===//
+
+int inspect(const std::string &modelPath) {
+  ImportedModel model = readModel(modelPath);
+  const formats::ModelConfig &c = model.config;
+  std::printf("model: %s\n", modelPath.c_str());
+  std::printf("  architecture     %s\n", c.architecture.c_str());
+  std::printf("  dim              %lld\n", (long long)c.dim);
+  std::printf("  hidden_dim       %lld\n", (long long)c.hiddenDim);
+  std::printf("  layers           %lld\n", (long long)c.numLayers);
+  std::printf("  heads            %lld (kv heads %lld, head size %lld)\n",
+              (long long)c.numHeads, (long long)c.numKvHeads,
+              (long long)c.headDim);
+  std::printf("  vocab            %lld\n", (long long)c.vocabSize);
+  std::printf("  context length   %lld\n", (long long)c.contextLength);
+  std::printf("  rope             %s pairs, theta %g\n",
+              c.ropePairs == formats::RopePairs::Adjacent ? "adjacent"
+                                                          : "halves",
+              c.ropeTheta);
+  std::printf("  norm epsilon     %g\n", c.normEpsilon);
+  std::printf("  classifier       %s\n",
+              c.tiedClassifier ? "tied to token_embd.weight" : "output.weight");
+  if (c.qkvBias)
+    std::printf("  qkv bias         yes\n");
+  if (c.slidingWindow)
+    std::printf("  sliding window   %lld\n", (long long)c.slidingWindow);
+
+  std::printf("metadata:\n");
+  for (const auto &[key, value] : model.metadata)
+    std::printf("  %-40s %s\n", key.c_str(), value.c_str());
+
+  uint64_t total = 0;
+  std::printf("tensors: %zu\n", model.tensors.size());
+  for (const formats::TensorInfo &t : model.tensors) {
+    std::string shape;
+    for (int64_t d : t.shape)
+      shape += (shape.empty() ? "" : "x") + std::to_string(d);
+    std::printf("  %-32s %-5s %-14s %12llu bytes\n", t.name.c_str(),
+                formats::elementTypeName(t.type), shape.c_str(),
+                (unsigned long long)t.bytes);
+    total += t.bytes;
+  }
+  std::printf("  total %llu bytes\n", (unsigned long long)total);
+
+  if (model.tokenizer) {
+    const runtime::TokenizerSpec &s = *model.tokenizer;
+    std::printf(
+        "tokenizer: %s, %zu tokens, bos %d, eos %d, eot %d\n",
+        s.model == runtime::TokenizerSpec::Model::ScoreMerge
+            ? "sentencepiece (score merge)"
+            : ("byte-level BPE, pre-tokenizer " + s.preTokenizer).c_str(),
+        s.tokens.size(), s.bosId, s.eosId, s.eotId);
+  } else {
+    std::printf("tokenizer: none in the file\n");
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// kiln tokenize
+//===----------------------------------------------------------------------===//
+
+int tokenize(const std::string &tokenizerPath, const std::string &text,
+             bool noBos) {
+  auto file = formats::MappedFile::open(tokenizerPath);
+  runtime::TokenizerSpec spec =
+      file->size() >= 4 && std::memcmp(file->data(), "GGUF", 4) == 0
+          ? formats::tokenizerFromGGUF(formats::GGUFFile::read(file))
+          : formats::loadLlama2cTokenizer(tokenizerPath);
+  runtime::Tokenizer tokenizer(std::move(spec));
+  std::vector<int32_t> ids = tokenizer.encode(text, !noBos);
+  for (size_t i = 0; i < ids.size(); ++i)
+    std::printf("%s%d", i ? " " : "", ids[i]);
+  std::printf("\n");
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"Kiln: a compiler for Transformer inference"};
+  app.require_subcommand(1);
+
+  RunOptions runOptions;
+  CLI::App *runCmd = app.add_subcommand(
+      "run", "Generate text with a model (GGUF, llama2.c or .mlir)");
+  runCmd->add_option("model", runOptions.model, "Model file or .mlir module")
+      ->required();
+  runCmd->add_option("--tokenizer", runOptions.tokenizer,
+                     "tokenizer.bin or a GGUF holding the vocabulary");
+  runCmd->add_option("-p,--prompt", runOptions.prompt, "Prompt text");
+  runCmd
+      ->add_option("-n,--steps", runOptions.steps,
+                   "Positions to run, prompt included (default 256)")
+      ->check(CLI::PositiveNumber);
+  runCmd
+      ->add_option("--temperature", runOptions.temperature,
+                   "0 for greedy (default 1.0)")
+      ->check(CLI::NonNegativeNumber);
+  runCmd
+      ->add_option("--top-p", runOptions.topP,
+                   "Nucleus sampling mass (default 0.9; 1 disables)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  runCmd
+      ->add_option("--top-k", runOptions.topK,
+                   "Sample among the k most likely tokens (default off)")
+      ->check(CLI::NonNegativeNumber);
+  runCmd->add_option("--seed", runOptions.seed,
+                     "Random seed (default: the time)");
+  runCmd
+      ->add_option("--context", runOptions.context,
+                   "Context length (default: the model's)")
+      ->check(CLI::PositiveNumber);
+
+  std::string importModelPath, importOutput = "-";
+  CLI::App *importCmd =
+      app.add_subcommand("import", "Write a model's kiln module as MLIR text");
+  importCmd->add_option("model", importModelPath, "Model file")->required();
+  importCmd->add_option("-o,--output", importOutput,
+                        "Output .mlir file (default: stdout)");
+
+  std::string inspectModelPath;
+  CLI::App *inspectCmd = app.add_subcommand(
+      "inspect", "Print a model's configuration, tensors and tokenizer");
+  inspectCmd->add_option("model", inspectModelPath, "Model file")->required();
+
+  std::string tokenizerPath, text;
+  bool noBos = false;
+  CLI::App *tokenizeCmd =
+      app.add_subcommand("tokenize", "Print the token ids of a text");
+  tokenizeCmd
+      ->add_option("--tokenizer", tokenizerPath,
+                   "tokenizer.bin, or a GGUF model or vocabulary")
+      ->required();
+  tokenizeCmd->add_option("text", text, "Text to encode")->required();
+  tokenizeCmd->add_flag("--no-bos", noBos, "Do not start with BOS");
+
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (*runCmd)
+      return run(runOptions);
+    if (*importCmd)
+      return import(importModelPath, importOutput);
+    if (*inspectCmd)
+      return inspect(inspectModelPath);
+    if (*tokenizeCmd)
+      return tokenize(tokenizerPath, text, noBos);
+  } catch (const std::exception &e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "kiln: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
