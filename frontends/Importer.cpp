@@ -8,12 +8,13 @@
 
 #include "frontends/formats/FormatError.h"
 #include "frontends/formats/GGUF.h"
+#include "frontends/formats/HuggingFace.h"
 #include "frontends/formats/Llama2c.h"
 #include "frontends/formats/TokenizerLoaders.h"
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <filesystem>
 #include <sstream>
 
 using namespace kiln;
@@ -132,14 +133,31 @@ ImportedModel readLlama2cModel(const std::string &path) {
   return model;
 }
 
+/// A Hugging Face model directory: config.json, safetensors weights and, if
+/// present, tokenizer.json.
+ImportedModel readHuggingFace(const std::string &dir) {
+  namespace fs = std::filesystem;
+  ImportedModel model;
+  model.location = {WeightsFormat::Safetensors, dir};
+  model.config =
+      formats::readHFConfig((fs::path(dir) / "config.json").string());
+  std::unique_ptr<formats::WeightFile> weights =
+      formats::WeightFile::open(formats::WeightFileFormat::Safetensors, dir);
+  model.tensors = weights->tensors();
+  model.metadata.emplace_back("hf.architecture", model.config.architecture);
+  std::string tokenizerJson = (fs::path(dir) / "tokenizer.json").string();
+  if (fs::exists(tokenizerJson))
+    model.tokenizer = formats::tokenizerFromJson(tokenizerJson);
+  return model;
+}
+
 } // namespace
 
 ImportedModel kiln::readModel(const std::string &path) {
+  if (std::filesystem::is_directory(path))
+    return readHuggingFace(path);
   auto file = formats::MappedFile::open(path);
-  uint32_t magic = 0;
-  if (file->size() >= 4)
-    std::memcpy(&magic, file->data(), 4);
-  if (file->size() >= 4 && std::memcmp(file->data(), "GGUF", 4) == 0)
+  if (formats::hasGGUFMagic(*file))
     return readGGUF(path);
   // llama2.c exports (version 1+) start with "ak42"; legacy files with dim.
   return readLlama2cModel(path);

@@ -99,33 +99,67 @@ struct PreTokenizer::Regex {
   ~Regex() { pcre2_code_free(code); }
 };
 
-PreTokenizer::PreTokenizer(const std::string &name) : name(name) {
-  const Recipe *recipe = nullptr;
+namespace {
+
+/// `expression` compiled for PreTokenizer::split, or nullptr with `error`
+/// and `errorOffset` set. The length is passed, not a terminator: an
+/// expression from a file may contain NUL.
+pcre2_code *compileExpression(const std::string &expression, int &error,
+                              PCRE2_SIZE &errorOffset) {
+  // MATCH_INVALID_UTF: text from users may hold any bytes; invalid
+  // sequences then simply never match instead of failing the call.
+  pcre2_code *code = pcre2_compile(
+      reinterpret_cast<PCRE2_SPTR>(expression.data()), expression.size(),
+      PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &errorOffset,
+      nullptr);
+  // JIT is an optimization only: without it (no JIT support on this
+  // platform) pcre2_match interprets the same pattern.
+  if (code)
+    (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+  return code;
+}
+
+} // namespace
+
+/// The recipe named `name`; throws std::invalid_argument naming it when it
+/// is not known.
+static const Recipe &findRecipe(const std::string &name) {
   for (const Recipe &candidate : recipes())
     if (name == candidate.name)
-      recipe = &candidate;
-  if (!recipe)
-    throw std::invalid_argument("tokenizer: unknown pre-tokenizer '" + name +
-                                "' (known: " + knownNames() + ")");
-  ignoreMerges = recipe->ignoreMerges;
-  for (const char *expression : recipe->expressions) {
+      return candidate;
+  throw std::invalid_argument("tokenizer: unknown pre-tokenizer '" + name +
+                              "' (known: " + PreTokenizer::knownNames() + ")");
+}
+
+std::vector<std::string> PreTokenizer::expressionsOf(const std::string &name) {
+  const Recipe &recipe = findRecipe(name);
+  return {recipe.expressions.begin(), recipe.expressions.end()};
+}
+
+PreTokenizer::PreTokenizer(const std::string &name,
+                           const std::vector<std::string> &expressions)
+    : name(name) {
+  const Recipe &recipe = findRecipe(name);
+  ignoreMerges = recipe.ignoreMerges;
+  // Expressions from a file replace the recipe's; not compiling is then the
+  // file's fault (invalid_argument), for a recipe a bug (logic_error).
+  bool fromFile = !expressions.empty();
+  std::vector<std::string> list = fromFile ? expressions : expressionsOf(name);
+  for (size_t index = 0; index < list.size(); ++index) {
     auto regex = std::make_unique<Regex>();
     int error = 0;
     PCRE2_SIZE errorOffset = 0;
-    // MATCH_INVALID_UTF: text from users may hold any bytes; invalid
-    // sequences then simply never match instead of failing the call.
-    regex->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(expression),
-                                PCRE2_ZERO_TERMINATED,
-                                PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
-                                &error, &errorOffset, nullptr);
-    if (!regex->code)
+    regex->code = compileExpression(list[index], error, errorOffset);
+    if (!regex->code) {
+      std::string where = " does not compile at offset " +
+                          std::to_string(errorOffset) + ": " +
+                          pcre2Message(error);
+      if (fromFile)
+        throw std::invalid_argument("tokenizer: pre-tokenizer expression " +
+                                    std::to_string(index) + where);
       throw std::logic_error("tokenizer: pre-tokenizer '" + name +
-                             "': expression does not compile at offset " +
-                             std::to_string(errorOffset) + ": " +
-                             pcre2Message(error));
-    // JIT is an optimization only: without it (no JIT support on this
-    // platform) pcre2_match interprets the same pattern.
-    (void)pcre2_jit_compile(regex->code, PCRE2_JIT_COMPLETE);
+                             "': expression" + where);
+    }
     regexes.push_back(std::move(regex));
   }
 }

@@ -26,8 +26,12 @@ namespace kiln::runtime::detail {
 class PreTokenizer {
 public:
   /// The expressions of pre-tokenizer `name` (GGUF's tokenizer.ggml.pre);
-  /// throws std::invalid_argument naming it when it is not known.
-  explicit PreTokenizer(const std::string &name);
+  /// throws std::invalid_argument naming it when it is not known. Non-empty
+  /// `expressions` (a tokenizer.json's Split patterns) replace the name's
+  /// expressions, the name still deciding ignoresMerges(); one that does not
+  /// compile is an std::invalid_argument naming its index.
+  explicit PreTokenizer(const std::string &name,
+                        const std::vector<std::string> &expressions = {});
   ~PreTokenizer();
   PreTokenizer(const PreTokenizer &) = delete;
   PreTokenizer &operator=(const PreTokenizer &) = delete;
@@ -40,6 +44,10 @@ public:
   /// exactly. Bytes that are not valid UTF-8 never match an expression, so
   /// they end up in gap pieces; nothing is dropped.
   std::vector<std::pair<size_t, size_t>> split(std::string_view text) const;
+
+  /// The expressions of pre-tokenizer `name`, as its tokenizer.json writes
+  /// them; throws like the constructor for an unknown name.
+  static std::vector<std::string> expressionsOf(const std::string &name);
 
   /// The names the constructor accepts, comma-separated (for messages).
   static std::string knownNames();

@@ -279,7 +279,8 @@ Tokenizer::Tokenizer(TokenizerSpec spec)
   if (s.model == TokenizerSpec::Model::ScoreMerge)
     return;
 
-  m.preTokenizer = std::make_unique<detail::PreTokenizer>(s.preTokenizer);
+  m.preTokenizer = std::make_unique<detail::PreTokenizer>(
+      s.preTokenizer, s.preTokenizerPatterns);
 
   // GPT-2's bytes_to_unicode(): printable Latin-1 bytes stand for
   // themselves, the others for U+0100 upwards in byte order, so every byte

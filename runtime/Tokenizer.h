@@ -56,6 +56,13 @@ struct TokenizerSpec {
   /// ByteLevelBPE: pre-tokenizer name as in GGUF's tokenizer.ggml.pre
   /// ("gpt-2", "llama-bpe", "qwen2", "deepseek-llm", ...).
   std::string preTokenizer = "gpt-2";
+  /// ByteLevelBPE: when non-empty, these regular expressions (PCRE2 syntax,
+  /// as a tokenizer.json's Split pre-tokenizers give them) split the text
+  /// instead of the named pre-tokenizer's, each splitting the pieces the one
+  /// before left, matches and the gaps between them all kept (Split with
+  /// behaviour Isolated). The name then only says whether words found whole
+  /// in the vocabulary skip the merges ("llama-bpe": ignore_merges).
+  std::vector<std::string> preTokenizerPatterns;
 
   int32_t bosId = -1; ///< -1 when the vocabulary has none.
   int32_t eosId = -1;

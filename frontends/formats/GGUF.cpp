@@ -717,4 +717,8 @@ const TensorInfo *GGUFFile::findTensor(const std::string &name) const {
   return it == tensorIndex.end() ? nullptr : &tensorList[it->second];
 }
 
+bool hasGGUFMagic(const MappedFile &file) {
+  return file.size() >= 4 && std::memcmp(file.data(), "GGUF", 4) == 0;
+}
+
 } // namespace kiln::formats

@@ -53,6 +53,10 @@ struct GGUFValue {
   std::vector<GGUFValue> array;
 };
 
+/// Whether `file` starts with GGUF's magic bytes (used to tell formats
+/// apart; GGUFFile::read validates the rest).
+bool hasGGUFMagic(const MappedFile &file);
+
 class GGUFFile {
 public:
   /// Maps and parses `path`.

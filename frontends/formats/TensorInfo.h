@@ -24,6 +24,8 @@ struct TensorInfo {
   ElementType type = ElementType::F32;
   uint64_t offset = 0; ///< Absolute byte offset in the file.
   uint64_t bytes = 0;  ///< Size in the file.
+  /// Which file of a sharded model holds the tensor (safetensors shards).
+  uint32_t shard = 0;
 
   int64_t numElements() const {
     int64_t n = 1;

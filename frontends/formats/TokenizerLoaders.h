@@ -32,6 +32,19 @@ loadLlama2cTokenizer(std::shared_ptr<const MappedFile> file,
 /// Throws if the file has no vocabulary or an unsupported model.
 runtime::TokenizerSpec tokenizerFromGGUF(const GGUFFile &gguf);
 
+/// A Hugging Face tokenizer.json (TokenizerJson.cpp), with the
+/// tokenizer_config.json beside it when there is one (BOS/EOS and
+/// add_bos_token). BPE models only: byte-level ones (GPT-2, Llama 3, Qwen2:
+/// ByteLevelBPE with the file's Split expressions) and SentencePiece-style
+/// ones (Llama 2, Mistral: ScoreMerge with "▁", scores from the merge
+/// ranks). Anything else, and any malformed value, throws FormatError naming
+/// the file and the JSON path at fault (`model.vocab["foo"]`).
+runtime::TokenizerSpec tokenizerFromJson(const std::string &path);
+/// The same from bytes already mapped (fuzzers, tests); `config` may be null.
+runtime::TokenizerSpec
+tokenizerFromJson(std::shared_ptr<const MappedFile> file,
+                  std::shared_ptr<const MappedFile> config = nullptr);
+
 } // namespace kiln::formats
 
 #endif // KILN_FRONTENDS_FORMATS_TOKENIZERLOADERS_H

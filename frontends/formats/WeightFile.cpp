@@ -8,7 +8,9 @@
 
 #include "frontends/formats/FormatError.h"
 #include "frontends/formats/GGUF.h"
+#include "frontends/formats/HuggingFace.h"
 #include "frontends/formats/Llama2c.h"
+#include "frontends/formats/Safetensors.h"
 
 namespace kiln::formats {
 
@@ -17,23 +19,42 @@ std::unique_ptr<WeightFile> WeightFile::open(WeightFileFormat format,
   switch (format) {
   case WeightFileFormat::Llama2c: {
     Llama2cCheckpoint ckpt = readLlama2c(path);
-    return std::make_unique<WeightFile>(ckpt.file, std::move(ckpt.tensors));
+    return std::make_unique<WeightFile>(path, std::vector{ckpt.file},
+                                        std::move(ckpt.tensors));
   }
   case WeightFileFormat::GGUF: {
     GGUFFile gguf = GGUFFile::open(path);
-    return std::make_unique<WeightFile>(gguf.mapping(), gguf.tensors());
+    return std::make_unique<WeightFile>(path, std::vector{gguf.mapping()},
+                                        gguf.tensors());
   }
-  case WeightFileFormat::Safetensors:
-    throw FormatError(path, "safetensors weights are not supported yet");
+  case WeightFileFormat::Safetensors: {
+    SafetensorsModel model = openSafetensorsModel(path);
+    std::vector<TensorInfo> named;
+    for (TensorInfo &t : model.tensors)
+      if (std::optional<std::string> name = canonicalHFTensorName(t.name)) {
+        t.name = *name;
+        named.push_back(std::move(t));
+      }
+    return std::make_unique<WeightFile>(path, std::move(model.files),
+                                        std::move(named));
+  }
   }
   throw FormatError(path, "unknown weights format");
 }
 
-WeightFile::WeightFile(std::shared_ptr<const MappedFile> file,
+WeightFile::WeightFile(std::string path,
+                       std::vector<std::shared_ptr<const MappedFile>> files,
                        std::vector<TensorInfo> tensors)
-    : file(std::move(file)), tensorList(std::move(tensors)) {
-  for (size_t i = 0; i < tensorList.size(); ++i)
-    index.emplace(tensorList[i].name, i);
+    : sourcePath(std::move(path)), files(std::move(files)),
+      tensorList(std::move(tensors)) {
+  for (size_t i = 0; i < tensorList.size(); ++i) {
+    if (tensorList[i].shard >= this->files.size())
+      throw FormatError(sourcePath, "tensor '" + tensorList[i].name +
+                                        "' refers to a missing shard");
+    if (!index.emplace(tensorList[i].name, i).second)
+      throw FormatError(sourcePath,
+                        "tensor '" + tensorList[i].name + "' appears twice");
+  }
 }
 
 const TensorInfo *WeightFile::find(const std::string &name) const {

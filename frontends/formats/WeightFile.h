@@ -27,19 +27,23 @@ public:
   static std::unique_ptr<WeightFile> open(WeightFileFormat format,
                                           const std::string &path);
 
-  WeightFile(std::shared_ptr<const MappedFile> file,
+  /// `files` holds the file of each TensorInfo::shard (one unless sharded);
+  /// `path` names the whole (a file, or a model directory).
+  WeightFile(std::string path,
+             std::vector<std::shared_ptr<const MappedFile>> files,
              std::vector<TensorInfo> tensors);
 
-  const std::string &path() const { return file->path(); }
+  const std::string &path() const { return sourcePath; }
   const std::vector<TensorInfo> &tensors() const { return tensorList; }
   /// The tensor named `name`, or null.
   const TensorInfo *find(const std::string &name) const;
   const uint8_t *data(const TensorInfo &tensor) const {
-    return file->data() + tensor.offset;
+    return files.at(tensor.shard)->data() + tensor.offset;
   }
 
 private:
-  std::shared_ptr<const MappedFile> file;
+  std::string sourcePath;
+  std::vector<std::shared_ptr<const MappedFile>> files;
   std::vector<TensorInfo> tensorList;
   std::map<std::string, size_t> index;
 };

@@ -52,6 +52,18 @@ runFile(MLIRContext &context, const std::string &path,
   return logits;
 }
 
+/// ‖got - ref‖ / ‖ref‖.
+double relativeError(const std::vector<float> &ref,
+                     const std::vector<float> &got) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    double d = double(got.at(i)) - ref[i];
+    num += d * d;
+    den += double(ref[i]) * ref[i];
+  }
+  return std::sqrt(num / den);
+}
+
 formats::ModelConfig tinyConfig() {
   formats::ModelConfig c;
   c.dim = 16;
@@ -201,6 +213,108 @@ TEST_F(ImporterTest, GGUFErrorsNameTheKeyOrTensor) {
 }
 
 //===----------------------------------------------------------------------===//
+// Hugging Face directories
+//===----------------------------------------------------------------------===//
+
+TEST_F(ImporterTest, HuggingFaceQwen2BuildsTheGGUFsIR) {
+  formats::ModelConfig config = tinyConfig();
+  config.architecture = "qwen2";
+  config.qkvBias = true;
+  config.ropePairs = formats::RopePairs::Halves;
+  config.ropeTheta = 1e6;
+  config.normEpsilon = 1e-6;
+  SyntheticModel m = SyntheticModel::random(config, 9);
+  std::string gguf = write("qwen2.gguf", m.gguf().bytes());
+  std::filesystem::create_directories(dir / "hf1");
+  std::filesystem::create_directories(dir / "hf3");
+  m.writeHuggingFace((dir / "hf1").string());
+  m.writeHuggingFace((dir / "hf3").string(), /*shards=*/3);
+  ASSERT_TRUE(
+      std::filesystem::exists(dir / "hf3/model.safetensors.index.json"));
+
+  std::string reference;
+  for (const std::string &path :
+       {gguf, (dir / "hf1").string(), (dir / "hf3").string()}) {
+    ImportedModel model = readModel(path);
+    EXPECT_TRUE(model.config.qkvBias) << path;
+    OwningOpRef<ModuleOp> module = importModel(&context, model);
+    ASSERT_TRUE(succeeded(verify(*module))) << path;
+    std::string text = irText(*module);
+    if (reference.empty())
+      reference = text;
+    EXPECT_EQ(text, reference) << path << " imports to different IR";
+  }
+  std::vector<float> a = logitsOf(gguf);
+  EXPECT_EQ(logitsOf((dir / "hf1").string()), a);
+  EXPECT_EQ(logitsOf((dir / "hf3").string()), a);
+}
+
+/// Hugging Face stores Llama's Q and K for rotate-half RoPE; GGUF converters
+/// permute them for adjacent pairs. Both must compute the same model.
+TEST_F(ImporterTest, HuggingFaceLlamaUsesHalvesForTheSameModel) {
+  SyntheticModel m = SyntheticModel::random(tinyConfig(), 10);
+  std::string gguf = write("llama.gguf", m.gguf().bytes());
+  std::filesystem::create_directories(dir / "hf");
+  m.writeHuggingFace((dir / "hf").string());
+  ImportedModel hf = readModel((dir / "hf").string());
+  EXPECT_EQ(hf.config.ropePairs, formats::RopePairs::Halves);
+  std::vector<float> a = logitsOf(gguf), b = logitsOf((dir / "hf").string());
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_LT(relativeError(a, b), 1e-6);
+}
+
+TEST_F(ImporterTest, SafetensorsAndConfigErrorsNameTheProblem) {
+  SyntheticModel m = SyntheticModel::random(tinyConfig(), 11);
+  std::filesystem::path hf = dir / "broken";
+  std::filesystem::create_directories(hf);
+  m.writeHuggingFace(hf.string());
+  std::string weights = (hf / "model.safetensors").string();
+  std::ifstream in(weights, std::ios::binary);
+  std::string good((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  auto withWeights = [&](const std::string &bytes) {
+    test::writeBytes(weights, bytes);
+    return errorOf([&] { readModel(hf.string()); });
+  };
+
+  EXPECT_NE(withWeights(good.substr(0, 4)).find("truncated"),
+            std::string::npos);
+  std::string longHeader = good;
+  longHeader[6] = 1; // header length ~2^48
+  EXPECT_NE(withWeights(longHeader).find("runs past the end of the file"),
+            std::string::npos);
+  std::string badJson = good;
+  badJson[8] = '[';
+  badJson[9] = '!';
+  EXPECT_NE(withWeights(badJson).find("invalid JSON"), std::string::npos);
+  std::string i64 = good;
+  size_t at = i64.find("\"F32\"");
+  i64.replace(at, 5, "\"I64\"");
+  EXPECT_NE(withWeights(i64).find("has dtype I64; Kiln reads F32, F16 and "
+                                  "BF16"),
+            std::string::npos);
+  EXPECT_NE(withWeights(good.substr(0, good.size() - 4)).find("is outside the"),
+            std::string::npos);
+  test::writeBytes(weights, good);
+
+  std::ofstream(hf / "config.json")
+      << "{\"architectures\": [\"GPT2LMHeadModel\"]}";
+  EXPECT_NE(errorOf([&] {
+              readModel(hf.string());
+            }).find("architecture 'GPT2LMHeadModel' is not supported"),
+            std::string::npos);
+  std::ofstream(hf / "config.json")
+      << "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 16}";
+  EXPECT_NE(errorOf([&] {
+              readModel(hf.string());
+            }).find("missing key \"intermediate_size\""),
+            std::string::npos);
+  std::ofstream(hf / "config.json") << "{not json";
+  EXPECT_NE(errorOf([&] { readModel(hf.string()); }).find("invalid JSON"),
+            std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
 // The shared stories260K files
 //===----------------------------------------------------------------------===//
 
@@ -249,13 +363,7 @@ TEST_F(ImporterTest, Stories260KF16FollowsF32) {
   double worst = 0;
   int agree = 0;
   for (size_t pos = 0; pos < ids.size(); ++pos) {
-    double num = 0, den = 0;
-    for (size_t j = 0; j < ref[pos].size(); ++j) {
-      double d = double(got[pos][j]) - ref[pos][j];
-      num += d * d;
-      den += double(ref[pos][j]) * ref[pos][j];
-    }
-    worst = std::max(worst, std::sqrt(num / den));
+    worst = std::max(worst, relativeError(ref[pos], got[pos]));
     auto top = [](const std::vector<float> &v) {
       return std::max_element(v.begin(), v.end()) - v.begin();
     };
@@ -266,6 +374,36 @@ TEST_F(ImporterTest, Stories260KF16FollowsF32) {
               worst, agree);
   EXPECT_LE(worst, 5e-3);
   EXPECT_GE(agree, 251); // >= 98%
+}
+
+} // namespace
+
+namespace {
+
+/// The reference-made quantized fixtures compute the f32 model up to their
+/// rounding: teacher-forced on the same tokens, logits stay close.
+TEST_F(ImporterTest, QuantizedFixturesFollowF32) {
+  std::string f32 = test::modelsDir() + "/tiny-0.5M-f32.gguf";
+  KILN_REQUIRE_TEST_FILE(f32);
+  std::vector<int32_t> ids = goldenIds();
+  ids.resize(64);
+  auto ref = teacherForced(context, f32, ids);
+  // Bounds are twice the error measured on these random-weight files
+  // (printed): q8_0 0.019, q4_0 0.34, bf16 0.0073. Q4_0's step is 16 times
+  // Q8_0's, and so is its logit error; bf16 keeps 8 bits of mantissa.
+  for (auto [suffix, bound] : {std::pair{"q8_0", 0.04}, std::pair{"q4_0", 0.7},
+                               std::pair{"bf16", 0.015}}) {
+    std::string path = test::modelsDir() + "/tiny-0.5M-" + suffix + ".gguf";
+    KILN_REQUIRE_TEST_FILE(path);
+    auto got = teacherForced(context, path, ids);
+    double worst = 0;
+    for (size_t pos = 0; pos < ids.size(); ++pos)
+      worst = std::max(worst, relativeError(ref[pos], got[pos]));
+    std::printf("tiny-0.5M %s vs f32 over 64 steps: worst |dlogits|/|ref| "
+                "%.3g\n",
+                suffix, worst);
+    EXPECT_LE(worst, bound) << suffix;
+  }
 }
 
 } // namespace

@@ -25,6 +25,11 @@
 
 namespace kiln::test {
 
+inline void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 struct SyntheticModel {
   formats::ModelConfig config;
   /// Weights by Kiln's canonical names, row-major float32.
@@ -165,7 +170,110 @@ struct SyntheticModel {
     return w;
   }
 
+  /// A Hugging Face directory: config.json and the weights under HF names,
+  /// in one model.safetensors or, with `shards` > 1, split across files
+  /// listed by model.safetensors.index.json. Q and K rows are stored for
+  /// rotate-half RoPE, as Hugging Face does: a model whose config says
+  /// adjacent pairs has each head's rows (2i, 2i+1) moved to (i, i + d/2).
+  void writeHuggingFace(const std::string &dir, int shards = 1) const {
+    const formats::ModelConfig &c = config;
+    std::ofstream(dir + "/config.json")
+        << "{\"architectures\": [\""
+        << (c.architecture == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM")
+        << "\"], \"hidden_size\": " << c.dim
+        << ", \"intermediate_size\": " << c.hiddenDim
+        << ", \"num_hidden_layers\": " << c.numLayers
+        << ", \"num_attention_heads\": " << c.numHeads
+        << ", \"num_key_value_heads\": " << c.numKvHeads
+        << ", \"vocab_size\": " << c.vocabSize
+        << ", \"max_position_embeddings\": " << c.contextLength
+        << ", \"rms_norm_eps\": " << c.normEpsilon
+        << ", \"rope_theta\": " << c.ropeTheta << ", \"tie_word_embeddings\": "
+        << (c.tiedClassifier ? "true" : "false") << "}\n";
+
+    std::vector<std::pair<std::string, std::string>> hfTensors;
+    for (const auto &[name, shape] : shapes)
+      hfTensors.emplace_back(hfName(name), name);
+    std::vector<std::string> shardNames;
+    std::string index = "{\"weight_map\": {";
+    for (int s = 0; s < shards; ++s) {
+      std::string file = shards == 1 ? std::string("model.safetensors")
+                                     : "model-0000" + std::to_string(s + 1) +
+                                           "-of-0000" + std::to_string(shards) +
+                                           ".safetensors";
+      std::string header = "{", data;
+      for (size_t i = s; i < hfTensors.size(); i += shards) {
+        const auto &[hf, canonical] = hfTensors[i];
+        std::string bytes = GGUFWriter::f32Bytes(hfLayout(canonical));
+        header += std::string(header.size() > 1 ? ", " : "") + "\"" + hf +
+                  "\": {\"dtype\": \"F32\", \"shape\": [";
+        const std::vector<int64_t> &shape = shapes.at(canonical);
+        for (size_t d = 0; d < shape.size(); ++d)
+          header += (d ? ", " : "") + std::to_string(shape[d]);
+        header += "], \"data_offsets\": [" + std::to_string(data.size()) +
+                  ", " + std::to_string(data.size() + bytes.size()) + "]}";
+        data += bytes;
+        index += std::string(index.back() == '{' ? "" : ", ") + "\"" + hf +
+                 "\": \"" + file + "\"";
+      }
+      header += "}";
+      header.resize((header.size() + 7) / 8 * 8, ' ');
+      writeBytes(dir + "/" + file,
+                 GGUFWriter::le<uint64_t>(header.size()) + header + data);
+    }
+    if (shards > 1)
+      std::ofstream(dir + "/model.safetensors.index.json") << index << "}}\n";
+  }
+
 private:
+  static std::string hfName(const std::string &canonical) {
+    static const std::map<std::string, std::string> names = {
+        {"token_embd.weight", "model.embed_tokens.weight"},
+        {"output_norm.weight", "model.norm.weight"},
+        {"output.weight", "lm_head.weight"},
+        {"attn_norm.weight", "input_layernorm.weight"},
+        {"attn_q.weight", "self_attn.q_proj.weight"},
+        {"attn_k.weight", "self_attn.k_proj.weight"},
+        {"attn_v.weight", "self_attn.v_proj.weight"},
+        {"attn_q.bias", "self_attn.q_proj.bias"},
+        {"attn_k.bias", "self_attn.k_proj.bias"},
+        {"attn_v.bias", "self_attn.v_proj.bias"},
+        {"attn_output.weight", "self_attn.o_proj.weight"},
+        {"ffn_norm.weight", "post_attention_layernorm.weight"},
+        {"ffn_gate.weight", "mlp.gate_proj.weight"},
+        {"ffn_up.weight", "mlp.up_proj.weight"},
+        {"ffn_down.weight", "mlp.down_proj.weight"},
+    };
+    if (auto it = names.find(canonical); it != names.end())
+      return it->second;
+    // blk.<l>.<suffix>
+    size_t dot = canonical.find('.', 4);
+    return "model.layers." + canonical.substr(4, dot - 4) + "." +
+           names.at(canonical.substr(dot + 1));
+  }
+
+  /// The weights of `name` as Hugging Face stores them (see
+  /// writeHuggingFace).
+  std::vector<float> hfLayout(const std::string &name) const {
+    const std::vector<float> &w = weights.at(name);
+    bool qk = name.find("attn_q.") != std::string::npos ||
+              name.find("attn_k.") != std::string::npos;
+    if (!qk || config.ropePairs != formats::RopePairs::Adjacent)
+      return w;
+    const std::vector<int64_t> &shape = shapes.at(name);
+    int64_t rowSize = shape.size() > 1 ? shape[1] : 1;
+    int64_t d = config.headDim, heads = shape[0] / d;
+    std::vector<float> out(w.size());
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < d / 2; ++i)
+        for (int64_t k = 0; k < rowSize; ++k) {
+          out[(h * d + i) * rowSize + k] = w[(h * d + 2 * i) * rowSize + k];
+          out[(h * d + i + d / 2) * rowSize + k] =
+              w[(h * d + 2 * i + 1) * rowSize + k];
+        }
+    return out;
+  }
+
   void put(std::string &out, const std::string &name) const {
     out += GGUFWriter::f32Bytes(weights.at(name));
   }
@@ -187,11 +295,6 @@ public:
 private:
   const SyntheticModel &model;
 };
-
-inline void writeBytes(const std::string &path, const std::string &bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 } // namespace kiln::test
 

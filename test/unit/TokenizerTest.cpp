@@ -10,6 +10,7 @@
 
 #include "GGUFWriter.h"
 #include "TestData.h"
+#include "VocabVectors.h"
 #include "frontends/formats/FormatError.h"
 #include "frontends/formats/GGUF.h"
 #include "frontends/formats/TokenizerLoaders.h"
@@ -40,14 +41,10 @@ using kiln::test::GGUFWriter;
 
 namespace {
 
-using Ids = std::vector<int32_t>;
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+using kiln::test::Ids;
+using kiln::test::idsToString;
+using kiln::test::readFile;
+using kiln::test::VectorResult;
 
 std::string tokenizerTempPath(const std::string &name) {
   static int counter = 0;
@@ -75,13 +72,6 @@ template <typename Exception, typename Body> std::string errorOf(Body body) {
   }
   ADD_FAILURE() << "did not throw";
   return "";
-}
-
-std::string idsToString(const Ids &ids) {
-  std::string out;
-  for (int32_t id : ids)
-    out += (out.empty() ? "" : " ") + std::to_string(id);
-  return out;
 }
 
 //===----------------------------------------------------------------------===//
@@ -284,60 +274,11 @@ TEST(TokenizerLlama2c, TruncatedTokenizerBinNamesTheTokenIndex) {
 // llama.cpp's vocabulary test vectors
 //===----------------------------------------------------------------------===//
 
-struct VectorResult {
-  size_t texts = 0;
-  size_t encoded = 0; ///< Texts whose ids match exactly.
-  size_t roundTripped = 0;
-};
-
-/// Encodes every text of `<vocab>.inp` without BOS and compares with the
-/// matching line of `<vocab>.out`, and checks decode(encode(x)) == x. Each
-/// failure is reported with its index, text, expected and actual ids.
+/// The vectors of `vocab` with the tokenizer its GGUF describes.
 VectorResult checkVectors(const std::string &vocab) {
-  VectorResult result;
   std::string base = kiln::test::vocabDir() + "/" + vocab;
   Tokenizer tok(tokenizerFromGGUF(GGUFFile::open(base)));
-  // As llama.cpp's test-tokenizer-0: the generator wrote each text followed
-  // by "\n__ggml_vocab_test__\n", so the texts are what lies before each
-  // separator (they may themselves start or end with newlines), and the
-  // .out has one line per text, each id preceded by a space.
-  std::string inp = readFile(base + ".inp");
-  const std::string separator = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> texts;
-  for (size_t start = 0, hit;
-       (hit = inp.find(separator, start)) != std::string::npos;
-       start = hit + separator.size())
-    texts.push_back(inp.substr(start, hit - start));
-  std::vector<Ids> expected;
-  std::istringstream out(readFile(base + ".out"));
-  for (std::string line; std::getline(out, line);) {
-    Ids ids;
-    std::istringstream fields(line);
-    for (int32_t id; fields >> id;)
-      ids.push_back(id);
-    expected.push_back(ids);
-  }
-  EXPECT_EQ(texts.size(), expected.size()) << vocab;
-  result.texts = std::min(texts.size(), expected.size());
-  for (size_t i = 0; i < result.texts; ++i) {
-    Ids got = tok.encode(texts[i], /*addBos=*/false);
-    if (got == expected[i])
-      ++result.encoded;
-    else
-      ADD_FAILURE() << vocab << " text " << i << " \"" << texts[i]
-                    << "\"\n  expected: " << idsToString(expected[i])
-                    << "\n  got:      " << idsToString(got);
-    std::string back = tok.decode(got);
-    if (back == texts[i])
-      ++result.roundTripped;
-    else
-      ADD_FAILURE() << vocab << " text " << i << " \"" << texts[i]
-                    << "\" decodes back as \"" << back << "\"";
-  }
-  std::cout << "[ vectors  ] " << vocab << ": " << result.encoded << "/"
-            << result.texts << " encoded exactly, " << result.roundTripped
-            << "/" << result.texts << " round-tripped\n";
-  return result;
+  return kiln::test::checkVectors(tok, vocab, vocab);
 }
 
 TEST(TokenizerVectors, LlamaSpm) {

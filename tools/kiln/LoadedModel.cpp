@@ -18,7 +18,6 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 
-#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
@@ -89,10 +88,15 @@ LoadedModel loadModel(const std::string &path) {
   return model;
 }
 
-/// Reads a tokenizer file: a GGUF's vocabulary or llama2.c's tokenizer.bin.
-static runtime::TokenizerSpec readTokenizerFile(const std::string &path) {
+runtime::TokenizerSpec readTokenizerFile(const std::string &path) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(path))
+    return formats::tokenizerFromJson(
+        (fs::path(path) / "tokenizer.json").string());
+  if (endsWith(path, ".json"))
+    return formats::tokenizerFromJson(path);
   auto file = formats::MappedFile::open(path);
-  if (file->size() >= 4 && std::memcmp(file->data(), "GGUF", 4) == 0)
+  if (formats::hasGGUFMagic(*file))
     return formats::tokenizerFromGGUF(formats::GGUFFile::read(file));
   return formats::loadLlama2cTokenizer(path);
 }
@@ -108,15 +112,25 @@ runtime::Tokenizer loadTokenizer(const LoadedModel &model,
     spec = model.imported->tokenizer;
     origin = modelPath + " (its vocabulary)";
   } else {
-    // The weights file may carry a vocabulary (a .mlir over a GGUF), else
-    // llama2.c's convention: tokenizer.bin beside the model.
+    // The weights may carry a vocabulary: a GGUF's, or the tokenizer.json of
+    // a Hugging Face directory. Else llama2.c's convention: tokenizer.bin
+    // beside the model.
     std::string weightsPath = model.weights->weightFile().path();
-    auto file = formats::MappedFile::open(weightsPath);
-    if (file->size() >= 4 && std::memcmp(file->data(), "GGUF", 4) == 0) {
-      formats::GGUFFile gguf = formats::GGUFFile::read(file);
-      if (gguf.getString("tokenizer.ggml.model")) {
-        spec = formats::tokenizerFromGGUF(gguf);
-        origin = weightsPath + " (its vocabulary)";
+    std::filesystem::path json =
+        std::filesystem::path(weightsPath) / "tokenizer.json";
+    if (std::filesystem::is_directory(weightsPath)) {
+      if (std::filesystem::exists(json)) {
+        spec = formats::tokenizerFromJson(json.string());
+        origin = json.string();
+      }
+    } else {
+      auto file = formats::MappedFile::open(weightsPath);
+      if (formats::hasGGUFMagic(*file)) {
+        formats::GGUFFile gguf = formats::GGUFFile::read(file);
+        if (gguf.getString("tokenizer.ggml.model")) {
+          spec = formats::tokenizerFromGGUF(gguf);
+          origin = weightsPath + " (its vocabulary)";
+        }
       }
     }
     if (!spec) {

@@ -41,6 +41,10 @@ std::unique_ptr<mlir::MLIRContext> makeContext();
 /// message naming the file on any problem.
 LoadedModel loadModel(const std::string &path);
 
+/// Reads a tokenizer from `path`: a GGUF (its vocabulary), a tokenizer.json
+/// or a Hugging Face directory holding one, or llama2.c's tokenizer.bin.
+runtime::TokenizerSpec readTokenizerFile(const std::string &path);
+
 /// The tokenizer for `model`: `explicitPath` (tokenizer.bin or a GGUF) when
 /// given, else one stored in the model file or a tokenizer.bin beside it.
 /// Its vocabulary must have the model's size; throws otherwise, naming both.

@@ -10,8 +10,6 @@
 
 #include "tools/kiln/LoadedModel.h"
 
-#include "frontends/formats/GGUF.h"
-#include "frontends/formats/TokenizerLoaders.h"
 #include "ir/KilnOps.h"
 #include "ir/interpreter/Interpreter.h"
 #include "runtime/Generator.h"
@@ -23,7 +21,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -88,7 +85,6 @@ int run(const RunOptions &o) {
                  "kiln: stopped at the model's context length of %d "
                  "positions; --context N raises it\n",
                  options.contextLength);
-  double seconds = result.prefillSeconds + result.decodeSeconds;
   std::fprintf(stderr,
                "kiln: prefill %d tokens in %.3f s, decode %d tokens in %.3f s "
                "(%.1f tokens/s)\n",
@@ -97,7 +93,6 @@ int run(const RunOptions &o) {
                result.decodeSeconds > 0
                    ? result.decodedTokens / result.decodeSeconds
                    : 0.0);
-  (void)seconds;
   return 0;
 }
 
@@ -200,12 +195,7 @@ int inspect(const std::string &modelPath) {
 
 int tokenize(const std::string &tokenizerPath, const std::string &text,
              bool noBos) {
-  auto file = formats::MappedFile::open(tokenizerPath);
-  runtime::TokenizerSpec spec =
-      file->size() >= 4 && std::memcmp(file->data(), "GGUF", 4) == 0
-          ? formats::tokenizerFromGGUF(formats::GGUFFile::read(file))
-          : formats::loadLlama2cTokenizer(tokenizerPath);
-  runtime::Tokenizer tokenizer(std::move(spec));
+  runtime::Tokenizer tokenizer(readTokenizerFile(tokenizerPath));
   std::vector<int32_t> ids = tokenizer.encode(text, !noBos);
   for (size_t i = 0; i < ids.size(); ++i)
     std::printf("%s%d", i ? " " : "", ids[i]);
@@ -221,11 +211,13 @@ int main(int argc, char **argv) {
 
   RunOptions runOptions;
   CLI::App *runCmd = app.add_subcommand(
-      "run", "Generate text with a model (GGUF, llama2.c or .mlir)");
+      "run", "Generate text with a model (GGUF, llama2.c, a Hugging Face "
+             "directory or .mlir)");
   runCmd->add_option("model", runOptions.model, "Model file or .mlir module")
       ->required();
   runCmd->add_option("--tokenizer", runOptions.tokenizer,
-                     "tokenizer.bin or a GGUF holding the vocabulary");
+                     "tokenizer.bin, tokenizer.json or a GGUF holding the "
+                     "vocabulary");
   runCmd->add_option("-p,--prompt", runOptions.prompt, "Prompt text");
   runCmd
       ->add_option("-n,--steps", runOptions.steps,
@@ -253,14 +245,16 @@ int main(int argc, char **argv) {
   std::string importModelPath, importOutput = "-";
   CLI::App *importCmd =
       app.add_subcommand("import", "Write a model's kiln module as MLIR text");
-  importCmd->add_option("model", importModelPath, "Model file")->required();
+  importCmd->add_option("model", importModelPath, "Model file or directory")
+      ->required();
   importCmd->add_option("-o,--output", importOutput,
                         "Output .mlir file (default: stdout)");
 
   std::string inspectModelPath;
   CLI::App *inspectCmd = app.add_subcommand(
       "inspect", "Print a model's configuration, tensors and tokenizer");
-  inspectCmd->add_option("model", inspectModelPath, "Model file")->required();
+  inspectCmd->add_option("model", inspectModelPath, "Model file or directory")
+      ->required();
 
   std::string tokenizerPath, text;
   bool noBos = false;
@@ -268,7 +262,8 @@ int main(int argc, char **argv) {
       app.add_subcommand("tokenize", "Print the token ids of a text");
   tokenizeCmd
       ->add_option("--tokenizer", tokenizerPath,
-                   "tokenizer.bin, or a GGUF model or vocabulary")
+                   "tokenizer.bin, tokenizer.json, a GGUF, or a Hugging Face "
+                   "model directory")
       ->required();
   tokenizeCmd->add_option("text", text, "Text to encode")->required();
   tokenizeCmd->add_flag("--no-bos", noBos, "Do not start with BOS");
