@@ -472,6 +472,15 @@ LogicalResult ConcatOp::verify() {
     if (failed(verifyAlongAxis(*this, axis, out, cast<RankedTensorType>(t),
                                ("input #" + Twine(i)).str())))
       return failure();
+  // Along a leading axis, whole rows (each a whole number of blocks) are
+  // moved, so every block stays intact.
+  if (BlockQuantizedTypeInterface quant = getBlockQuantizedElementType(out);
+      quant && axis == out.getRank() - 1)
+    return emitOpError() << "cannot concatenate block-quantized "
+                         << out.getElementType() << " tensors along their "
+                         << "last axis " << axis << ", which holds their "
+                         << "blocks of " << quant.getBlockSize()
+                         << "; concatenate along a leading axis";
   return verifyAxisSum(*this, axis, out, getInputs().getTypes());
 }
 

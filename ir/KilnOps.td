@@ -446,13 +446,21 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [Pure]> {
     A concat of one input folds to it, and a concat of all results of a
     `kiln.split` along the same axis, in order, folds to the split's input.
 
+    Weights may be concatenated too, block-quantized ones included (the QKV
+    fusion packs `W_q`, `W_k` and `W_v` this way). A block-quantized concat
+    must not be along the last axis: its rows are whole blocks, and packing
+    whole rows keeps every block intact and in place.
+
     ```mlir
     %qk = kiln.concat %q, %k axis = 1
         : tensor<?x64xf32>, tensor<?x32xf32> -> tensor<?x96xf32>
+    %wqkv = kiln.concat %wq, %wk, %wv axis = 0
+        : tensor<64x64x!kiln.q8_0>, tensor<32x64x!kiln.q8_0>,
+          tensor<32x64x!kiln.q8_0> -> tensor<128x64x!kiln.q8_0>
     ```
   }];
-  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
-  let results = (outs Kiln_Tensor:$result);
+  let arguments = (ins Variadic<Kiln_WeightTensor>:$inputs, I64Attr:$axis);
+  let results = (outs Kiln_WeightTensor:$result);
   let assemblyFormat = [{
     $inputs `axis` `=` $axis attr-dict `:` type($inputs) `->` type($result)
   }];

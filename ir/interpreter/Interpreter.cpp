@@ -142,6 +142,9 @@ private:
     return *c;
   }
 
+  /// Stores a result. This may grow `values` and invalidate references
+  /// returned by tensor()/indices(): ops read all operands, compute, then
+  /// store.
   void set(Value v, RuntimeValue<T> value) { values[v] = std::move(value); }
 
   static Tensor<T> zeros(std::vector<int64_t> shape) {
@@ -558,6 +561,9 @@ private:
     int64_t axis = op.getAxis(), outer, inner;
     aroundAxis(x.shape, axis, outer, inner);
     int64_t offset = 0;
+    // Results are stored after the loop: storing one may grow `values` and
+    // invalidate `x`.
+    std::vector<Tensor<T>> slices;
     for (Value result : op.getResults()) {
       int64_t size = cast<RankedTensorType>(result.getType()).getDimSize(axis);
       if (ShapedType::isDynamic(size))
@@ -571,13 +577,17 @@ private:
             y.data[(o * size + a) * inner + i] =
                 x.at((o * x.shape[axis] + offset + a) * inner + i);
       offset += size;
-      setTensor(op, result, std::move(y));
+      slices.push_back(std::move(y));
     }
     if (offset != x.shape[axis])
       fail(op, "slices cover " + std::to_string(offset) + " of " +
                    std::to_string(x.shape[axis]) + " along the axis");
+    for (auto [result, slice] : llvm::zip(op.getResults(), slices))
+      setTensor(op, result, std::move(slice));
   }
 
+  /// Inputs may be weights (the QKV fusion packs them): those are borrowed
+  /// from the weight provider, already dequantized, and read through at().
   void concat(ConcatOp op) {
     int64_t axis = op.getAxis();
     std::vector<const Tensor<T> *> parts;

@@ -95,3 +95,11 @@ func.func @concat_element_type(%a: tensor<?x64xf32>, %b: tensor<?x32xf16>) {
   %0 = kiln.concat %a, %b axis = 1 : tensor<?x64xf32>, tensor<?x32xf16> -> tensor<?x96xf32>
   return
 }
+
+// -----
+
+func.func @concat_quantized_last_axis(%a: tensor<4x64x!kiln.q8_0>, %b: tensor<4x32x!kiln.q8_0>) {
+  // expected-error @+1 {{cannot concatenate block-quantized '!kiln.q8_0' tensors along their last axis 1, which holds their blocks of 32; concatenate along a leading axis}}
+  %0 = kiln.concat %a, %b axis = 1 : tensor<4x64x!kiln.q8_0>, tensor<4x32x!kiln.q8_0> -> tensor<4x96x!kiln.q8_0>
+  return
+}

@@ -170,6 +170,21 @@ func.func @views(%x: tensor<?x64xf32>, %qkv: tensor<?x128xf32>) {
 
 // -----
 
+// Weights, block-quantized ones included, are packed along a leading axis.
+// CHECK-LABEL: func @concat_weights
+// CHECK: kiln.concat %{{.*}}, %{{.*}}, %{{.*}} axis = 0 : tensor<64x64x!kiln.q8_0>, tensor<32x64x!kiln.q8_0>, tensor<32x64x!kiln.q8_0> -> tensor<128x64x!kiln.q8_0>
+func.func @concat_weights(%wq: tensor<64x64x!kiln.q8_0>,
+                          %wk: tensor<32x64x!kiln.q8_0>,
+                          %wv: tensor<32x64x!kiln.q8_0>)
+    -> tensor<128x64x!kiln.q8_0> {
+  %w = kiln.concat %wq, %wk, %wv axis = 0
+      : tensor<64x64x!kiln.q8_0>, tensor<32x64x!kiln.q8_0>,
+        tensor<32x64x!kiln.q8_0> -> tensor<128x64x!kiln.q8_0>
+  return %w : tensor<128x64x!kiln.q8_0>
+}
+
+// -----
+
 // CHECK-LABEL: func @attention_pieces
 // CHECK-SAME: !kiln.kv_cache<layers = 2, kv_heads = 4, head_dim = 8, f16>
 // CHECK: kiln.kv_append %{{.*}}[1] keys %{{.*}} values %{{.*}} seqs %{{.*}} positions %{{.*}} : !kiln.kv_cache<layers = 2, kv_heads = 4, head_dim = 8, f16>, tensor<?x4x8xf32>, tensor<?xi32>

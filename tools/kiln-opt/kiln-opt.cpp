@@ -6,7 +6,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/KilnDialect.h"
+#include "passes/FusionDiagnostics.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,6 +25,8 @@ int main(int argc, char **argv) {
   // Upstream passes users combine with Kiln's (canonicalize, cse, inline...).
   mlir::registerTransformsPasses();
   kiln::registerKilnPasses();
+  kiln::registerKilnPipelines();
+  kiln::registerFusionCLOptions();
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));

@@ -14,7 +14,11 @@
 #include "ir/interpreter/Interpreter.h"
 #include "runtime/Generator.h"
 
+#include "passes/FusionDiagnostics.h"
+#include "passes/Pipelines.h"
+
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <CLI/CLI.hpp>
@@ -41,10 +45,22 @@ struct RunOptions {
   int32_t topK = 0;
   uint64_t seed = 0;
   int32_t context = 0;
+  bool fusion = false, explainFusion = false;
 };
+
+/// Runs Kiln's fusion passes on the model's module (kiln run --fusion).
+void fuse(LoadedModel &model, bool explain) {
+  setExplainFusion(explain);
+  PassManager pm(model.context.get());
+  addFusionPasses(pm);
+  if (failed(pm.run(*model.module)))
+    throw std::runtime_error("fusion failed (see the errors above)");
+}
 
 int run(const RunOptions &o) {
   LoadedModel model = loadModel(o.model);
+  if (o.fusion)
+    fuse(model, o.explainFusion);
   runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
   func::FuncOp stepFunc = findStepFunction(*model.module);
   auto cacheType = cast<KVCacheType>(stepFunc.getArgumentTypes().back());
@@ -241,6 +257,10 @@ int main(int argc, char **argv) {
       ->add_option("--context", runOptions.context,
                    "Context length (default: the model's)")
       ->check(CLI::PositiveNumber);
+  runCmd->add_flag("--fusion", runOptions.fusion,
+                   "Run the fusion passes on the IR before executing it");
+  runCmd->add_flag("--explain-fusion", runOptions.explainFusion,
+                   "With --fusion: a remark for every candidate not fused");
 
   std::string importModelPath, importOutput = "-";
   CLI::App *importCmd =
