@@ -30,7 +30,6 @@ def Kiln_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
-  let hasConstantMaterializer = 0;
   let extraClassDeclaration = [{
     /// Name of the unit attribute marking a func.func as a step function.
     static constexpr ::llvm::StringLiteral kStepAttrName = "kiln.step";
@@ -45,11 +44,9 @@ def Kiln_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kFuseRequiredAttrName =
         "kiln.fuse_required";
 
-  private:
+    /// Called from initialize(); defined with the types and attributes.
     void registerTypes();
     void registerAttributes();
-
-  public:
   }];
 }
 

@@ -462,11 +462,7 @@ private:
       fail(op, std::to_string(pos.size()) + " positions for " +
                    std::to_string(tokens) + " tokens");
     bool adjacent = op.getLayout() == RopeLayout::Adjacent;
-    Tensor<T> y = zeros(x.shape);
-    y.data.assign(x.data.begin(), x.data.end());
-    if (x.borrowed)
-      for (int64_t i = 0; i < x.numElements(); ++i)
-        y.data[i] = x.at(i);
+    Tensor<T> y = copyOf(x);
     for (int64_t t = 0; t < tokens; ++t)
       for (int64_t i = 0; i < d / 2; ++i) {
         T angle = T(pos[t]) * ropeFrequency(op, i, d);
