@@ -30,6 +30,33 @@ def DecomposeAttention : Pass<"kiln-decompose-attention"> {
 // Fusion
 //===----------------------------------------------------------------------===//
 
+def ApplyFusionRules : Pass<"kiln-apply-fusion-rules"> {
+  let summary = "Apply user-written fusion rules from a PDLL or PDL file";
+  let description = [{
+    Loads the rule file named by `rules` and applies its patterns (through
+    the PDL interpreter) in program-order sweeps until none applies; it does
+    not fold (run `--canonicalize` after it for that). A rule that breaks
+    the IR (erases an op that is still used, creates an op that does not
+    verify) is an error, not a crash. A `.pdll` file
+    is compiled by the `mlir-pdll` CMake found, with the file's folder,
+    Kiln's source root (so rules can `#include "ir/KilnOps.td"` and
+    `"passes/rules/KilnConstraints.pdll"`) and MLIR's include folder on the
+    include path; any other file is read as PDL MLIR. Rules may call Kiln's
+    native constraints `HasOneUse`, `HasRank`, `HasElementType` and
+    `SameType`; under `--kiln-explain-fusion` a constraint that rejects emits
+    a remark "rule <pattern>: constraint <name> rejected <value>". A missing
+    or malformed rule file is an error naming the file (and, for mlir-pdll
+    and PDL parse errors, the line). kiln-opt's `--kiln-fusion-rules=FILE`
+    and `kiln run --fusion-rules FILE` append this pass.
+  }];
+  let options = [
+    Option<"rules", "rules", "std::string", /*default=*/"\"\"",
+           "The rule file: .pdll (compiled with mlir-pdll) or PDL .mlir">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::pdl::PDLDialect",
+                           "::mlir::pdl_interp::PDLInterpDialect"];
+}
+
 def FuseAttention : Pass<"kiln-fuse-attention"> {
   let summary = "Fuse the attention chain into kiln.attention";
   let description = [{

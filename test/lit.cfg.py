@@ -11,7 +11,7 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "unit",
-                   "same-text.py"]
+                   "Inputs", "same-text.py"]
 
 # FileCheck, not, count and split-file from LLVM 19; kiln-opt from this build.
 llvm_config.use_default_substitutions()

@@ -14,8 +14,23 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <string>
+
+// --kiln-fusion-rules=FILE: after the pipeline given on the command line, run
+// the user fusion rules of FILE (docs/fusion.md, "User rules").
+static llvm::cl::opt<std::string> fusionRulesFile(
+    "kiln-fusion-rules",
+    llvm::cl::desc("After the other passes, apply the user fusion rules of "
+                   "this .pdll or PDL .mlir file (kiln-apply-fusion-rules)"),
+    llvm::cl::value_desc("file"), llvm::cl::init(""));
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -28,6 +43,46 @@ int main(int argc, char **argv) {
   kiln::registerKilnPipelines();
   kiln::registerFusionCLOptions();
 
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));
+  // MlirOptMain(argc, argv, ...) without the chance to extend the pipeline,
+  // spelled out: parse the options, then append the user rules (if any) to
+  // the pipeline the command line gave.
+  auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
+      argc, argv, "Kiln optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
+  if (!fusionRulesFile.empty()) {
+    mlir::MlirOptMainConfig cliPipeline = config;
+    std::string rules = fusionRulesFile;
+    config.setPassPipelineSetupFn(
+        [cliPipeline, rules](mlir::PassManager &pm) -> mlir::LogicalResult {
+          if (mlir::failed(cliPipeline.setupPassPipeline(pm)))
+            return mlir::failure();
+          kiln::ApplyFusionRulesOptions options;
+          options.rules = rules;
+          pm.addPass(kiln::createApplyFusionRules(options));
+          return mlir::success();
+        });
+  }
+  if (config.shouldShowDialects())
+    return mlir::asMainReturnCode(
+        mlir::MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputFilename, &errorMessage);
+  if (!input) {
+    llvm::errs() << errorMessage << "\n";
+    return EXIT_FAILURE;
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFilename, &errorMessage);
+  if (!output) {
+    llvm::errs() << errorMessage << "\n";
+    return EXIT_FAILURE;
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return EXIT_FAILURE;
+  output->keep();
+  return EXIT_SUCCESS;
 }

@@ -15,6 +15,7 @@
 #include "runtime/Generator.h"
 
 #include "passes/FusionDiagnostics.h"
+#include "passes/Passes.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/IR/Verifier.h"
@@ -46,21 +47,30 @@ struct RunOptions {
   uint64_t seed = 0;
   int32_t context = 0;
   bool fusion = false, explainFusion = false;
+  std::string fusionRules;
 };
 
-/// Runs Kiln's fusion passes on the model's module (kiln run --fusion).
-void fuse(LoadedModel &model, bool explain) {
+/// Runs Kiln's fusion passes on the model's module (kiln run --fusion), then
+/// the user fusion rules of `rulesFile` if given (--fusion-rules).
+void fuse(LoadedModel &model, bool builtin, bool explain,
+          const std::string &rulesFile) {
   setExplainFusion(explain);
   PassManager pm(model.context.get());
-  addFusionPasses(pm);
+  if (builtin)
+    addFusionPasses(pm);
+  if (!rulesFile.empty()) {
+    ApplyFusionRulesOptions options;
+    options.rules = rulesFile;
+    pm.addPass(createApplyFusionRules(options));
+  }
   if (failed(pm.run(*model.module)))
     throw std::runtime_error("fusion failed (see the errors above)");
 }
 
 int run(const RunOptions &o) {
   LoadedModel model = loadModel(o.model);
-  if (o.fusion)
-    fuse(model, o.explainFusion);
+  if (o.fusion || !o.fusionRules.empty())
+    fuse(model, o.fusion, o.explainFusion, o.fusionRules);
   runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
   func::FuncOp stepFunc = findStepFunction(*model.module);
   auto cacheType = cast<KVCacheType>(stepFunc.getArgumentTypes().back());
@@ -260,7 +270,11 @@ int main(int argc, char **argv) {
   runCmd->add_flag("--fusion", runOptions.fusion,
                    "Run the fusion passes on the IR before executing it");
   runCmd->add_flag("--explain-fusion", runOptions.explainFusion,
-                   "With --fusion: a remark for every candidate not fused");
+                   "With --fusion or --fusion-rules: a remark for every "
+                   "candidate not fused");
+  runCmd->add_option("--fusion-rules", runOptions.fusionRules,
+                     "After --fusion (if given), apply the user fusion rules "
+                     "of this .pdll or PDL .mlir file");
 
   std::string importModelPath, importOutput = "-";
   CLI::App *importCmd =
