@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <stdexcept>
 #include <string_view>
@@ -129,6 +130,34 @@ void mergeInto(std::vector<Symbol> &symbols, int32_t left, int32_t right) {
   l.next = r.next;
   if (r.next >= 0)
     symbols[r.next].prev = left;
+}
+
+/// Merges adjacent symbols, best candidate first, until no adjacent pair
+/// merges: the loop both tokenizers share. `pairOf(left, right)` is the
+/// candidate for two adjacent symbols, if they merge; `worse(a, b)` says a
+/// loses to b. A merged symbol takes the candidate's result as its id.
+template <typename Priority, typename PairOf, typename Worse>
+void mergeBestPairs(std::vector<Symbol> &symbols, PairOf pairOf, Worse worse) {
+  using Entry = Candidate<Priority>;
+  std::priority_queue<Entry, std::vector<Entry>, Worse> queue(worse);
+  auto consider = [&](int32_t left, int32_t right) {
+    if (left < 0 || right < 0)
+      return;
+    if (std::optional<Entry> entry = pairOf(left, right))
+      queue.push(*entry);
+  };
+  for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i)
+    consider(i - 1, i);
+  while (!queue.empty()) {
+    Entry best = queue.top();
+    queue.pop();
+    if (isStale(symbols, best.left, best.right, best.length))
+      continue;
+    mergeInto(symbols, best.left, best.right);
+    symbols[best.left].id = best.result;
+    consider(symbols[best.left].prev, best.left);
+    consider(best.left, symbols[best.left].next);
+  }
 }
 
 } // namespace
@@ -420,31 +449,20 @@ void Tokenizer::Impl::scoreMergeRun(const std::string &text, size_t start,
 
   // Highest score first, then leftmost.
   using Entry = Candidate<float>;
-  auto worse = [](const Entry &a, const Entry &b) {
-    return a.priority < b.priority ||
-           (a.priority == b.priority && a.start > b.start);
-  };
-  std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> queue(worse);
-  auto consider = [&](int32_t left, int32_t right) {
-    if (left < 0 || right < 0)
-      return;
-    size_t merged = symbols[left].length + symbols[right].length;
-    int32_t id = lookupTextPiece(text.substr(symbols[left].start, merged));
-    if (id >= 0)
-      queue.push(
-          {spec->scores[id], symbols[left].start, left, right, merged, id});
-  };
-  for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i)
-    consider(i - 1, i);
-  while (!queue.empty()) {
-    Entry best = queue.top();
-    queue.pop();
-    if (isStale(symbols, best.left, best.right, best.length))
-      continue;
-    mergeInto(symbols, best.left, best.right);
-    consider(symbols[best.left].prev, best.left);
-    consider(best.left, symbols[best.left].next);
-  }
+  mergeBestPairs<float>(
+      symbols,
+      [&](int32_t left, int32_t right) -> std::optional<Entry> {
+        size_t merged = symbols[left].length + symbols[right].length;
+        int32_t id = lookupTextPiece(text.substr(symbols[left].start, merged));
+        if (id < 0)
+          return std::nullopt;
+        return Entry{
+            spec->scores[id], symbols[left].start, left, right, merged, id};
+      },
+      [](const Entry &a, const Entry &b) {
+        return a.priority < b.priority ||
+               (a.priority == b.priority && a.start > b.start);
+      });
 
   for (int32_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) {
     const Symbol &symbol = symbols[i];
@@ -503,34 +521,27 @@ void Tokenizer::Impl::byteLevelWord(std::string_view word,
 
   // Lowest rank first, then leftmost.
   using Entry = Candidate<int32_t>;
-  auto worse = [](const Entry &a, const Entry &b) {
-    return a.priority > b.priority ||
-           (a.priority == b.priority && a.start > b.start);
-  };
-  std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> queue(worse);
-  auto consider = [&](int32_t left, int32_t right) {
-    if (left < 0 || right < 0 || symbols[left].id < 0 || symbols[right].id < 0)
-      return;
-    uint64_t key = static_cast<uint64_t>(symbols[left].id) << 32 |
-                   static_cast<uint32_t>(symbols[right].id);
-    auto it = merges.find(key);
-    if (it != merges.end())
-      queue.push({it->second.first, symbols[left].start, left, right,
-                  symbols[left].length + symbols[right].length,
-                  it->second.second});
-  };
-  for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i)
-    consider(i - 1, i);
-  while (!queue.empty()) {
-    Entry best = queue.top();
-    queue.pop();
-    if (isStale(symbols, best.left, best.right, best.length))
-      continue;
-    mergeInto(symbols, best.left, best.right);
-    symbols[best.left].id = best.result;
-    consider(symbols[best.left].prev, best.left);
-    consider(best.left, symbols[best.left].next);
-  }
+  mergeBestPairs<int32_t>(
+      symbols,
+      [&](int32_t left, int32_t right) -> std::optional<Entry> {
+        if (symbols[left].id < 0 || symbols[right].id < 0)
+          return std::nullopt;
+        uint64_t key = static_cast<uint64_t>(symbols[left].id) << 32 |
+                       static_cast<uint32_t>(symbols[right].id);
+        auto it = merges.find(key);
+        if (it == merges.end())
+          return std::nullopt;
+        return Entry{it->second.first,
+                     symbols[left].start,
+                     left,
+                     right,
+                     symbols[left].length + symbols[right].length,
+                     it->second.second};
+      },
+      [](const Entry &a, const Entry &b) {
+        return a.priority > b.priority ||
+               (a.priority == b.priority && a.start > b.start);
+      });
 
   for (int32_t i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) {
     // A byte whose character is not in the vocabulary (a vocabulary that

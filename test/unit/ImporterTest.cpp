@@ -104,6 +104,19 @@ protected:
     return os.str();
   }
 
+  /// Imports every file of `paths` and expects one IR from all of them.
+  void expectSameIR(const std::vector<std::string> &paths) {
+    std::string reference;
+    for (const std::string &path : paths) {
+      OwningOpRef<ModuleOp> module = importModel(&context, readModel(path));
+      ASSERT_TRUE(succeeded(verify(*module))) << path;
+      std::string text = irText(*module);
+      if (reference.empty())
+        reference = text;
+      EXPECT_EQ(text, reference) << path << " imports to different IR";
+    }
+  }
+
   std::vector<float> logitsOf(const std::string &path) {
     runtime::StepBatch batch;
     for (int32_t i = 0; i < 5; ++i)
@@ -130,16 +143,7 @@ TEST_F(ImporterTest, EveryFormatBuildsTheSameIRAndLogits) {
   std::string v1 = write("v1.bin", m.llama2cV1Bytes());
   std::string gguf = write("model.gguf", m.gguf().bytes());
 
-  std::string reference;
-  for (const std::string &path : {legacy, v1, gguf}) {
-    ImportedModel model = readModel(path);
-    OwningOpRef<ModuleOp> module = importModel(&context, model);
-    ASSERT_TRUE(succeeded(verify(*module))) << path;
-    std::string text = irText(*module);
-    if (reference.empty())
-      reference = text;
-    EXPECT_EQ(text, reference) << path << " imports to different IR";
-  }
+  expectSameIR({legacy, v1, gguf});
   std::vector<float> a = logitsOf(legacy), b = logitsOf(v1), c = logitsOf(gguf);
   ASSERT_EQ(a.size(), 5u * 23u);
   EXPECT_EQ(a, b);
@@ -232,18 +236,10 @@ TEST_F(ImporterTest, HuggingFaceQwen2BuildsTheGGUFsIR) {
   ASSERT_TRUE(
       std::filesystem::exists(dir / "hf3/model.safetensors.index.json"));
 
-  std::string reference;
   for (const std::string &path :
-       {gguf, (dir / "hf1").string(), (dir / "hf3").string()}) {
-    ImportedModel model = readModel(path);
-    EXPECT_TRUE(model.config.qkvBias) << path;
-    OwningOpRef<ModuleOp> module = importModel(&context, model);
-    ASSERT_TRUE(succeeded(verify(*module))) << path;
-    std::string text = irText(*module);
-    if (reference.empty())
-      reference = text;
-    EXPECT_EQ(text, reference) << path << " imports to different IR";
-  }
+       {gguf, (dir / "hf1").string(), (dir / "hf3").string()})
+    EXPECT_TRUE(readModel(path).config.qkvBias) << path;
+  expectSameIR({gguf, (dir / "hf1").string(), (dir / "hf3").string()});
   std::vector<float> a = logitsOf(gguf);
   EXPECT_EQ(logitsOf((dir / "hf1").string()), a);
   EXPECT_EQ(logitsOf((dir / "hf3").string()), a);
