@@ -129,13 +129,15 @@ OpFoldResult ConcatOp::fold(FoldAdaptor) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-// fused_matmul(x, w, b) with no activation and no residual = matmul(x, w, b)
+// fused_matmul(x, w, b) with no prologue, activation or residual
+//   = matmul(x, w, b)
 struct FusedMatmulWithoutEpilogue : OpRewritePattern<FusedMatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(FusedMatmulOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.getActivation() || op.getResidual())
-      return rewriter.notifyMatchFailure(op, "has an activation or residual");
+    if (op.getActivation() || op.getResidual() || op.getNormWeight())
+      return rewriter.notifyMatchFailure(
+          op, "has a prologue, an activation or a residual");
     rewriter.replaceOpWithNewOp<MatmulOp>(op, op.getType(), op.getInput(),
                                           op.getWeight(), op.getBias());
     return success();

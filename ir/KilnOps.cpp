@@ -256,6 +256,26 @@ LogicalResult GatherRowsOp::verify() {
   return verifyResultShape(*this, getType(), expected);
 }
 
+static LogicalResult verifyNormParameter(Operation *op, Value param,
+                                         StringRef name,
+                                         RankedTensorType input);
+static LogicalResult verifyEpsilon(Operation *op, APFloat eps);
+
+/// An rms_norm prologue (kiln.fused_matmul, kiln.swiglu) has both its weight
+/// `[K]` and its epsilon, or neither.
+static LogicalResult verifyRmsNormPrologue(Operation *op, Value weight,
+                                           FloatAttr epsilon,
+                                           RankedTensorType input) {
+  if (!weight && !epsilon)
+    return success();
+  if (!weight || !epsilon)
+    return op->emitOpError()
+           << "an rms_norm prologue needs both norm_weight and norm_epsilon";
+  if (failed(verifyEpsilon(op, epsilon.getValue())))
+    return failure();
+  return verifyNormParameter(op, weight, "norm_weight", input);
+}
+
 //===----------------------------------------------------------------------===//
 // MatmulOp / FusedMatmulOp / SwigluOp
 //===----------------------------------------------------------------------===//
@@ -271,7 +291,9 @@ LogicalResult FusedMatmulOp::verify() {
   if (failed(verifyMatmulOperands(*this, getInput().getType(),
                                   getWeight().getType(), getType(),
                                   "weight")) ||
-      failed(verifyBias(*this, getBias(), getType())))
+      failed(verifyBias(*this, getBias(), getType())) ||
+      failed(verifyRmsNormPrologue(*this, getNormWeight(), getNormEpsilonAttr(),
+                                   getInput().getType())))
     return failure();
   if (Value residual = getResidual();
       residual && residual.getType() != getType())
@@ -281,6 +303,9 @@ LogicalResult FusedMatmulOp::verify() {
 }
 
 LogicalResult SwigluOp::verify() {
+  if (failed(verifyRmsNormPrologue(*this, getNormWeight(), getNormEpsilonAttr(),
+                                   getInput().getType())))
+    return failure();
   return verifyMatmulOperands(*this, getInput().getType(), getGate().getType(),
                               getType(), "gate");
 }

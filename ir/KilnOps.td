@@ -642,11 +642,14 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure,
 
 def Kiln_FusedMatmulOp : Kiln_Op<"fused_matmul",
     [Pure, AttrSizedOperandSegments]> {
-  let summary = "matrix multiplication with a bias, activation and residual epilogue";
+  let summary = "matrix multiplication with an rms_norm prologue and a bias, "
+                "activation and residual epilogue";
   let description = [{
-    `result = act(input·weightᵀ + bias) + residual`, each part optional
-    (see `kiln.matmul` for the weight layout). Without an activation and a
-    residual it canonicalizes to `kiln.matmul`.
+    `result = act(x'·weightᵀ + bias) + residual`, each part optional, where
+    `x' = rms_norm(input, norm_weight, norm_epsilon)` when the prologue is
+    present and `x' = input` otherwise (see `kiln.matmul` for the weight
+    layout and `kiln.rms_norm` for the norm). Without a prologue, an
+    activation and a residual it canonicalizes to `kiln.matmul`.
 
     ```mlir
     %x1 = kiln.fused_matmul %att, %wo residual %x0
@@ -655,39 +658,72 @@ def Kiln_FusedMatmulOp : Kiln_Op<"fused_matmul",
     %h = kiln.fused_matmul %x, %w1 bias %b1 activation<gelu>
         : (tensor<?x768xf32>, tensor<3072x768xf32>, tensor<3072xf32>)
         -> tensor<?x3072xf32>
+    %qkv = kiln.fused_matmul %x rms_norm(%g, epsilon = 1.0e-05), %wqkv
+        : (tensor<?x64xf32>, tensor<64xf32>, tensor<192x64xf32>)
+        -> tensor<?x192xf32>
     ```
   }];
   let arguments = (ins Kiln_Tensor:$input, Kiln_WeightTensor:$weight,
                        Optional<Kiln_Tensor>:$bias,
                        Optional<Kiln_Tensor>:$residual,
-                       OptionalAttr<Kiln_ActivationAttr>:$activation);
+                       OptionalAttr<Kiln_ActivationAttr>:$activation,
+                       Optional<Kiln_Tensor>:$norm_weight,
+                       OptionalAttr<F64Attr>:$norm_epsilon);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`bias` $bias^)? (`activation` `` $activation^)?
+    $input (`rms_norm` `(` $norm_weight^ `,` `epsilon` `=` $norm_epsilon `)`)?
+    `,` $weight (`bias` $bias^)? (`activation` `` $activation^)?
     (`residual` $residual^)? attr-dict `:` functional-type(operands, results)
   }];
+  let builders = [
+    // The epilogue-only form, which most rules create.
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+                   "::mlir::Value":$weight, "::mlir::Value":$bias,
+                   "::mlir::Value":$residual,
+                   "::kiln::ActivationAttr":$activation), [{
+      build($_builder, $_state, result, input, weight, bias, residual,
+            activation, /*norm_weight=*/::mlir::Value(),
+            /*norm_epsilon=*/::mlir::FloatAttr());
+    }]>
+  ];
   let hasVerifier = 1;
   let hasCanonicalizer = 1;
 }
 
 def Kiln_SwigluOp : Kiln_Op<"swiglu", [Pure, AllTypesMatch<["gate", "up"]>]> {
-  let summary = "gated SiLU feed-forward projection";
+  let summary = "gated SiLU feed-forward projection with an optional rms_norm "
+                "prologue";
   let description = [{
-    `result = silu(input·gateᵀ) ⊙ (input·upᵀ)` for weights `gate` and `up`
-    of shape `[F, D]` (llama2.c's `w1` and `w3`), giving `[T, F]`.
+    `result = silu(x'·gateᵀ) ⊙ (x'·upᵀ)` for weights `gate` and `up` of
+    shape `[F, D]` (llama2.c's `w1` and `w3`), giving `[T, F]`; `x'` is
+    `rms_norm(input, norm_weight, norm_epsilon)` when the prologue is
+    present, `input` otherwise.
 
     ```mlir
     %h = kiln.swiglu %x, %w1, %w3
         : tensor<?x64xf32>, tensor<172x64xf32> -> tensor<?x172xf32>
+    %h = kiln.swiglu %x rms_norm(%g : tensor<64xf32>, epsilon = 1.0e-05),
+        %w1, %w3 : tensor<?x64xf32>, tensor<172x64xf32> -> tensor<?x172xf32>
     ```
   }];
   let arguments = (ins Kiln_Tensor:$input, Kiln_WeightTensor:$gate,
-                       Kiln_WeightTensor:$up);
+                       Kiln_WeightTensor:$up,
+                       Optional<Kiln_Tensor>:$norm_weight,
+                       OptionalAttr<F64Attr>:$norm_epsilon);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = [{
-    $input `,` $gate `,` $up attr-dict `:` type($input) `,` type($gate) `->`
-    type($result)
+    $input (`rms_norm` `(` $norm_weight^ `:` type($norm_weight) `,` `epsilon`
+    `=` $norm_epsilon `)`)? `,` $gate `,` $up attr-dict `:` type($input) `,`
+    type($gate) `->` type($result)
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+                   "::mlir::Value":$gate, "::mlir::Value":$up), [{
+      build($_builder, $_state, result, input, gate, up,
+            /*norm_weight=*/::mlir::Value(),
+            /*norm_epsilon=*/::mlir::FloatAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

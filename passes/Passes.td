@@ -115,6 +115,23 @@ def FuseQKVProjections : Pass<"kiln-fuse-qkv"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseRmsNormPrologue : Pass<"kiln-fuse-rms-norm-prologue"> {
+  let summary = "Fold kiln.rms_norm into the matmuls it feeds as a prologue";
+  let description = [{
+    Rewrites a `kiln.rms_norm` whose every use is the input of a
+    `kiln.matmul`, or of a `kiln.fused_matmul` or `kiln.swiglu` without a
+    prologue, into those consumers' `rms_norm(%g, epsilon = e)` prologue, and
+    erases the norm. The consumers normalize each input row as they read it,
+    so the normalized `[T, D]` tensor is never stored and the norm's own
+    kernel disappears; the row statistic costs `D` multiply-adds per row and
+    consumer, negligible next to the matmul. A norm with any other use is
+    left alone (it must be stored anyway) and explained under
+    `--kiln-explain-fusion` (rule `rms-norm-prologue`). Run it after the
+    other fusion rules, which match plain `kiln.matmul` producers.
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def FuseSwiglu : Pass<"kiln-fuse-swiglu"> {
   let summary = "Fuse the gated SiLU feed-forward into kiln.swiglu";
   let description = [{

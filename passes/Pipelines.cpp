@@ -18,6 +18,7 @@ void addFusionPasses(mlir::OpPassManager &pm) {
   pm.addPass(createFuseMatmulEpilogue());
   pm.addPass(createFuseQKVProjections());
   pm.addPass(createFuseAttention());
+  pm.addPass(createFuseRmsNormPrologue());
   pm.addPass(mlir::createCanonicalizerPass());
 }
 
@@ -25,7 +26,7 @@ void registerKilnPipelines() {
   mlir::PassPipelineRegistration<>(
       "kiln-fusion",
       "Run Kiln's built-in fusion rules (swiglu, matmul epilogue, qkv, "
-      "attention) and canonicalize",
+      "attention, rms_norm prologue) and canonicalize",
       addFusionPasses);
 }
 

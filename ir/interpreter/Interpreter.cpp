@@ -187,11 +187,14 @@ private:
         .Case([&](EmbeddingOp o) { embedding(o); })
         .Case([&](GatherRowsOp o) { gatherRows(o); })
         .Case([&](MatmulOp o) {
-          matmul(o, o.getInput(), o.getWeight(), o.getBias(), Value(),
-                 std::nullopt);
+          matmul(o, tensor(o, o.getInput()), o.getWeight(), o.getBias(),
+                 Value(), std::nullopt);
         })
         .Case([&](FusedMatmulOp o) {
-          matmul(o, o.getInput(), o.getWeight(), o.getBias(), o.getResidual(),
+          std::optional<Tensor<T>> normalized = applyPrologue(
+              o, o.getInput(), o.getNormWeight(), o.getNormEpsilonAttr());
+          matmul(o, normalized ? *normalized : tensor(o, o.getInput()),
+                 o.getWeight(), o.getBias(), o.getResidual(),
                  o.getActivation());
         })
         .Case([&](SwigluOp o) { swiglu(o); })
@@ -299,9 +302,21 @@ private:
     return y;
   }
 
-  void matmul(Operation *op, Value input, Value weight, Value bias,
+  /// The input of a matmul-like op after its rms_norm prologue (exactly what
+  /// a kiln.rms_norm before the op would have produced), or nothing when the
+  /// op has no prologue and reads `input` as it is.
+  std::optional<Tensor<T>> applyPrologue(Operation *op, Value input,
+                                         Value normWeight,
+                                         FloatAttr normEpsilon) {
+    if (!normWeight)
+      return std::nullopt;
+    return rmsNormRows(tensor(op, input), tensor(op, normWeight),
+                       T(normEpsilon.getValueAsDouble()));
+  }
+
+  void matmul(Operation *op, const Tensor<T> &x, Value weight, Value bias,
               Value residual, std::optional<Activation> activation) {
-    Tensor<T> y = matmulCore(op, tensor(op, input), tensor(op, weight));
+    Tensor<T> y = matmulCore(op, x, tensor(op, weight));
     int64_t m = y.shape[0], n = y.shape[1];
     const Tensor<T> *b = bias ? &tensor(op, bias) : nullptr;
     const Tensor<T> *r = residual ? &tensor(op, residual) : nullptr;
@@ -323,7 +338,9 @@ private:
   }
 
   void swiglu(SwigluOp op) {
-    const Tensor<T> &x = tensor(op, op.getInput());
+    std::optional<Tensor<T>> normalized = applyPrologue(
+        op, op.getInput(), op.getNormWeight(), op.getNormEpsilonAttr());
+    const Tensor<T> &x = normalized ? *normalized : tensor(op, op.getInput());
     Tensor<T> gate = matmulCore(op, x, tensor(op, op.getGate()));
     Tensor<T> up = matmulCore(op, x, tensor(op, op.getUp()));
     for (size_t i = 0; i < gate.data.size(); ++i)
@@ -385,9 +402,13 @@ private:
   //===--- Norms and rotary embedding -------------------------------------===//
 
   void rmsNorm(RmsNormOp op) {
-    const Tensor<T> &x = tensor(op, op.getInput());
-    const Tensor<T> &w = tensor(op, op.getWeight());
-    T eps = T(op.getEpsilon().convertToDouble());
+    setTensor(op, op.getResult(),
+              rmsNormRows(tensor(op, op.getInput()), tensor(op, op.getWeight()),
+                          T(op.getEpsilon().convertToDouble())));
+  }
+
+  /// y[r, i] = w[i] * x[r, i] / sqrt(mean_j x[r, j]² + eps), as llama2.c.
+  static Tensor<T> rmsNormRows(const Tensor<T> &x, const Tensor<T> &w, T eps) {
     auto [rows, width] = rowsAndWidth(x);
     Tensor<T> y = zeros(x.shape);
     for (int64_t r = 0; r < rows; ++r) {
@@ -400,7 +421,7 @@ private:
       for (int64_t i = 0; i < width; ++i)
         y.data[r * width + i] = w.at(i) * (scale * x.at(r * width + i));
     }
-    setTensor(op, op.getResult(), std::move(y));
+    return y;
   }
 
   void layerNorm(LayerNormOp op) {

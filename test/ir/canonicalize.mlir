@@ -187,6 +187,17 @@ func.func @no_fold_fused_matmul_with_activation(%x: tensor<?x64xf32>, %w: tensor
 
 // -----
 
+// An rms_norm prologue is fused work too: the op stays fused.
+// CHECK-LABEL: func @no_fold_fused_matmul_with_prologue
+// CHECK: kiln.fused_matmul %{{.*}} rms_norm(
+func.func @no_fold_fused_matmul_with_prologue(%x: tensor<?x64xf32>, %n: tensor<64xf32>, %w: tensor<96x64xf32>) -> tensor<?x96xf32> {
+  %0 = kiln.fused_matmul %x rms_norm(%n, epsilon = 1.0e-05), %w
+      : (tensor<?x64xf32>, tensor<96x64xf32>, tensor<64xf32>) -> tensor<?x96xf32>
+  return %0 : tensor<?x96xf32>
+}
+
+// -----
+
 // Pure ops whose results are unused disappear, weights included.
 // CHECK-LABEL: func @dead_code
 // CHECK-NOT: kiln.

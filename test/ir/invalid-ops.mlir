@@ -124,6 +124,30 @@ func.func @fused_matmul_unknown_activation(%x: tensor<?x64xf32>, %w: tensor<96x6
 
 // -----
 
+func.func @fused_matmul_prologue_width(%x: tensor<?x64xf32>, %w: tensor<96x64xf32>, %n: tensor<32xf32>) {
+  // expected-error @+1 {{norm_weight has 32 elements but the normalized dimension has 64}}
+  %0 = kiln.fused_matmul %x rms_norm(%n, epsilon = 1.0e-05), %w : (tensor<?x64xf32>, tensor<96x64xf32>, tensor<32xf32>) -> tensor<?x96xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_prologue_without_epsilon(%x: tensor<?x64xf32>, %w: tensor<96x64xf32>, %n: tensor<64xf32>) {
+  // expected-error @+1 {{an rms_norm prologue needs both norm_weight and norm_epsilon}}
+  %0 = "kiln.fused_matmul"(%x, %w, %n) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 1>}> : (tensor<?x64xf32>, tensor<96x64xf32>, tensor<64xf32>) -> tensor<?x96xf32>
+  return
+}
+
+// -----
+
+func.func @swiglu_prologue_negative_epsilon(%x: tensor<?x64xf32>, %g: tensor<96x64xf32>, %n: tensor<64xf32>) {
+  // expected-error @+1 {{epsilon must be finite and non-negative}}
+  %0 = kiln.swiglu %x rms_norm(%n : tensor<64xf32>, epsilon = -1.0), %g, %g : tensor<?x64xf32>, tensor<96x64xf32> -> tensor<?x96xf32>
+  return
+}
+
+// -----
+
 func.func @swiglu_gate_up_differ(%x: tensor<?x64xf32>, %g: tensor<96x64xf32>, %u: tensor<96x64xf16>) {
   // expected-error @+1 {{all of {gate, up} have same type}}
   %0 = "kiln.swiglu"(%x, %g, %u) : (tensor<?x64xf32>, tensor<96x64xf32>, tensor<96x64xf16>) -> tensor<?x96xf32>

@@ -71,10 +71,12 @@ func.func @embedding_and_rows(%table: tensor<512x64x!kiln.q8_0>,
 // CHECK: kiln.fused_matmul %{{.*}}, %{{.*}} bias %{{.*}} activation<relu> : (tensor<?x64xf32>, tensor<96x64xf32>, tensor<96xf32>) -> tensor<?x96xf32>
 // CHECK: kiln.fused_matmul %{{.*}}, %{{.*}} activation<gelu> : (tensor<?x64xf32>, tensor<96x64xf32>) -> tensor<?x96xf32>
 // CHECK: kiln.swiglu %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<96x64x!kiln.q8_0> -> tensor<?x96xf32>
+// CHECK: kiln.fused_matmul %{{.*}} rms_norm(%{{.*}}, epsilon = 1.000000e-05), %{{.*}} bias %{{.*}} activation<silu> residual %{{.*}} : (tensor<?x64xf32>, tensor<96x64xf32>, tensor<96xf32>, tensor<?x96xf32>, tensor<64xf32>) -> tensor<?x96xf32>
+// CHECK: kiln.swiglu %{{.*}} rms_norm(%{{.*}} : tensor<64xf32>, epsilon = 9.9999999999999995E-7), %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<96x64x!kiln.q8_0> -> tensor<?x96xf32>
 func.func @matmuls(%x: tensor<?x64xf32>, %wq: tensor<96x64x!kiln.q4_0>,
                    %w: tensor<96x64xf32>, %b: tensor<96xf32>,
                    %r: tensor<?x96xf32>, %g: tensor<96x64x!kiln.q8_0>,
-                   %u: tensor<96x64x!kiln.q8_0>) {
+                   %u: tensor<96x64x!kiln.q8_0>, %n: tensor<64xf32>) {
   %0 = kiln.matmul %x, %wq
       : (tensor<?x64xf32>, tensor<96x64x!kiln.q4_0>) -> tensor<?x96xf32>
   %1 = kiln.matmul %x, %w bias %b
@@ -91,6 +93,12 @@ func.func @matmuls(%x: tensor<?x64xf32>, %wq: tensor<96x64x!kiln.q4_0>,
   %6 = kiln.fused_matmul %x, %w activation<gelu>
       : (tensor<?x64xf32>, tensor<96x64xf32>) -> tensor<?x96xf32>
   %7 = kiln.swiglu %x, %g, %u
+      : tensor<?x64xf32>, tensor<96x64x!kiln.q8_0> -> tensor<?x96xf32>
+  %8 = kiln.fused_matmul %x rms_norm(%n, epsilon = 1.0e-05), %w bias %b
+      activation<silu> residual %r
+      : (tensor<?x64xf32>, tensor<96x64xf32>, tensor<96xf32>, tensor<?x96xf32>,
+         tensor<64xf32>) -> tensor<?x96xf32>
+  %9 = kiln.swiglu %x rms_norm(%n : tensor<64xf32>, epsilon = 1.0e-06), %g, %u
       : tensor<?x64xf32>, tensor<96x64x!kiln.q8_0> -> tensor<?x96xf32>
   return
 }

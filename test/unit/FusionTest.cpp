@@ -124,8 +124,12 @@ TEST(FusionProperty, FusedModulesComputeTheUnfusedLogits) {
     EXPECT_EQ(count<SwigluOp>(*fused), layers);
     EXPECT_EQ(count<SoftmaxOp>(*fused), 0);
     EXPECT_EQ(count<KVReadOp>(*fused), 0);
-    // Attention output and FFN down projections take their residual adds.
-    EXPECT_EQ(count<FusedMatmulOp>(*fused), 2 * layers);
+    // Attention output and FFN down projections take their residual adds;
+    // the Q/K/V projection and the classifier take their rms_norm prologue,
+    // as does the swiglu: no norm and no plain matmul is left.
+    EXPECT_EQ(count<FusedMatmulOp>(*fused), 3 * layers + 1);
+    EXPECT_EQ(count<RmsNormOp>(*fused), 0);
+    EXPECT_EQ(count<MatmulOp>(*fused), 0);
     EXPECT_EQ(count<AddOp>(*fused), 0);
     // One fused Q/K/V projection per layer, its weights packed by a concat.
     EXPECT_EQ(count<ConcatOp>(*fused), layers * (config.qkvBias ? 2 : 1));
