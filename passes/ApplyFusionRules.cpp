@@ -20,6 +20,8 @@
 #include "passes/FusionDiagnostics.h"
 #include "passes/Passes.h"
 
+#include "ir/KilnDialect.h"
+
 #include "mlir/Dialect/PDL/IR/PDL.h"
 #include "mlir/Dialect/PDL/IR/PDLOps.h"
 #include "mlir/Dialect/PDLInterp/IR/PDLInterp.h"
@@ -32,6 +34,7 @@
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
 #include "mlir/Rewrite/PatternApplicator.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -310,13 +313,29 @@ struct RuleRewriter : PatternRewriter {
       : PatternRewriter(ctx, &listener) {}
 };
 
+/// The ops at which some rule's constraint rejected a match, with the first
+/// rejection's message, for kiln.fuse_required. The driver sets `root` to
+/// the op it is matching at; constraints record against it.
+struct RejectionLog {
+  Operation *root = nullptr;
+  llvm::MapVector<Operation *, std::string> rejected;
+
+  void record(const std::string &message) {
+    if (root)
+      rejected.insert({root, message});
+  }
+  void forget(Operation *op) { rejected.erase(op); }
+};
+
 /// Applies `patterns` to the ops nested in `root`, sweeping in program order
 /// until none applies (at most `maxSweeps` sweeps). Unlike the greedy driver
 /// it does not fold, so no op a rule created is inspected by C++ code before
-/// it has been verified. Fails when a rule broke the IR (errors emitted).
+/// it has been verified (the pipeline canonicalizes afterwards). Fails when
+/// a rule broke the IR (errors emitted).
 LogicalResult applyRules(Operation *root,
                          const FrozenRewritePatternSet &patterns,
-                         StringRef rulesPath, bool &converged) {
+                         StringRef rulesPath, RejectionLog &log,
+                         bool &converged) {
   constexpr int maxSweeps = 16;
   PatternApplicator applicator(patterns);
   applicator.applyDefaultCostModel();
@@ -336,10 +355,18 @@ LogicalResult applyRules(Operation *root,
       if (listener.erased.contains(op))
         continue;
       rewriter.setInsertionPoint(op);
-      if (failed(applicator.matchAndRewrite(op, rewriter))) {
+      log.root = op;
+      LogicalResult matched = applicator.matchAndRewrite(op, rewriter);
+      log.root = nullptr;
+      if (failed(matched)) {
         listener.inserted.clear();
         continue;
       }
+      // A rule applied here after all (an earlier rejection was premature),
+      // or the op is gone and its address may be reused.
+      log.forget(op);
+      for (Operation *erased : listener.erased)
+        log.forget(erased);
       changed = true;
       listener.verifyInserted();
       if (listener.broken)
@@ -377,15 +404,18 @@ struct ApplyFusionRulesPass
     }
 
     // Remarks are emitted once per (rule, constraint, value), however often
-    // the greedy driver re-examines a candidate.
+    // the driver re-examines a candidate.
     llvm::StringSet<> reported;
-    auto reject = [&reported](StringRef rule, const std::string &constraint,
-                              Value value) {
-      if (!explainFusion())
-        return;
+    RejectionLog log;
+    auto reject = [&reported, &log](StringRef rule,
+                                    const std::string &constraint,
+                                    Value value) {
       std::string message = ("rule " + rule + ": constraint " + constraint +
                              " rejected " + describeValue(value))
                                 .str();
+      log.record(message);
+      if (!explainFusion())
+        return;
       std::string key = message + "@" +
                         std::to_string(reinterpret_cast<uintptr_t>(
                             value.getAsOpaquePointer()));
@@ -449,7 +479,20 @@ struct ApplyFusionRulesPass
     patterns.add(std::move(patternModule));
     FrozenRewritePatternSet frozen(std::move(patterns));
     bool converged;
-    if (failed(applyRules(op, frozen, rules, converged)))
+    if (failed(applyRules(op, frozen, rules, log, converged)))
+      return signalPassFailure();
+    // A candidate marked kiln.fuse_required that a rule matched but whose
+    // constraints rejected it, and that no rule rewrote since: an error, as
+    // for the built-in rules.
+    bool missedRequired = false;
+    for (auto &[candidate, message] : log.rejected) {
+      if (!candidate->hasAttr(KilnDialect::kFuseRequiredAttrName))
+        continue;
+      candidate->emitError()
+          << message << " (the candidate is marked kiln.fuse_required)";
+      missedRequired = true;
+    }
+    if (missedRequired)
       return signalPassFailure();
     if (!converged)
       mlir::emitWarning(op->getLoc())

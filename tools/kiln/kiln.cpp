@@ -5,6 +5,7 @@
 //   kiln import MODEL    write the model's kiln module as MLIR text
 //   kiln inspect MODEL   print configuration, tensors and tokenizer summary
 //   kiln tokenize TEXT   print token ids
+//   kiln targets         print the native and the named compilation targets
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,9 +18,12 @@
 #include "passes/FusionDiagnostics.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "passes/target/TargetDescription.h"
 
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <CLI/CLI.hpp>
@@ -62,6 +66,8 @@ void fuse(LoadedModel &model, bool builtin, bool explain,
     ApplyFusionRulesOptions options;
     options.rules = rulesFile;
     pm.addPass(createApplyFusionRules(options));
+    // The rule driver does not fold what the rules create.
+    pm.addPass(mlir::createCanonicalizerPass());
   }
   if (failed(pm.run(*model.module)))
     throw std::runtime_error("fusion failed (see the errors above)");
@@ -229,6 +235,33 @@ int tokenize(const std::string &tokenizerPath, const std::string &text,
   return 0;
 }
 
+//===----------------------------------------------------------------------===//
+// kiln targets
+//===----------------------------------------------------------------------===//
+
+/// With a spec: that target's description. Without: this machine's, then a
+/// line for each named target.
+int targets(const std::string &spec) {
+  llvm::raw_ostream &os = llvm::outs();
+  if (!spec.empty()) {
+    llvm::Expected<target::TargetDescription> t = target::parseTarget(spec);
+    if (!t)
+      throw std::runtime_error(llvm::toString(t.takeError()));
+    target::printTarget(os, *t);
+    os.flush();
+    return 0;
+  }
+  os << "native (detected on this machine):\n";
+  target::printTarget(os, target::detectHostCpu());
+  os << "\nnamed targets (--target NAME[,key=value...]; docs/targets.md):\n";
+  for (const std::string &name : target::namedTargets())
+    os << "  " << llvm::left_justify(name, 18)
+       << target::summarizeTarget(llvm::cantFail(target::parseTarget(name)))
+       << "\n";
+  os.flush();
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -302,6 +335,13 @@ int main(int argc, char **argv) {
   tokenizeCmd->add_option("text", text, "Text to encode")->required();
   tokenizeCmd->add_flag("--no-bos", noBos, "Do not start with BOS");
 
+  std::string targetSpec;
+  CLI::App *targetsCmd = app.add_subcommand(
+      "targets", "Print this machine's target and the named targets");
+  targetsCmd->add_option("--target", targetSpec,
+                         "Print only this target (native, avx2, "
+                         "cuda:sm_90,smem=100KiB, ...) and its canonical spec");
+
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -313,6 +353,8 @@ int main(int argc, char **argv) {
       return inspect(inspectModelPath);
     if (*tokenizeCmd)
       return tokenize(tokenizerPath, text, noBos);
+    if (*targetsCmd)
+      return targets(targetSpec);
   } catch (const std::exception &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "kiln: error: %s\n", e.what());
