@@ -10,6 +10,7 @@
 
 #include "ir/KilnOps.h"
 #include "ir/StepContract.h"
+#include "ir/Tiling.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -68,6 +69,34 @@ LogicalResult KilnDialect::verifyOperationAttribute(Operation *op,
     if (!isa<UnitAttr>(attr.getValue()))
       return op->emitError()
              << "'" << kFuseRequiredAttrName << "' must be a unit attribute";
+    return success();
+  }
+
+  // The memory plan, written by --kiln-plan-memory for code generation
+  // (docs/passes/memory-planning.md); the pass checks the entries.
+  if (name == "kiln.buffers") {
+    auto entries = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!entries || entries.size() != op->getNumResults() ||
+        !llvm::all_of(entries, llvm::IsaPred<DictionaryAttr>))
+      return op->emitError() << "'kiln.buffers' must be an array with one "
+                                "dictionary per result";
+    return success();
+  }
+  if (name == "kiln.memory_plan") {
+    if (!isa<DictionaryAttr>(attr.getValue()) || !op->hasAttr(kStepAttrName))
+      return op->emitError()
+             << "'kiln.memory_plan' must be a dictionary on a kiln.step "
+                "function";
+    return success();
+  }
+
+  // Loop structure for code generation, written by --kiln-tile.
+  if (name == kTilesAttrName)
+    return verifyTilesAttr(op, attr.getValue());
+  if (name == kTargetAttrName) {
+    if (!isa<ModuleOp>(op) || !isa<StringAttr>(attr.getValue()))
+      return op->emitError() << "'" << kTargetAttrName
+                             << "' must be a target spec string on a module";
     return success();
   }
 

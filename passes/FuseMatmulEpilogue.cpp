@@ -17,6 +17,8 @@
 
 #include "mlir/IR/PatternMatch.h"
 
+#include <algorithm>
+
 namespace kiln {
 #define GEN_PASS_DEF_FUSEMATMULEPILOGUE
 #include "passes/Passes.h.inc"
@@ -82,14 +84,15 @@ static void replaceWithFusedMatmul(Operation *root, const MatmulParts &parts,
   rewriter.eraseOp(parts.op);
 }
 
-// act(matmul(x, W, b)) = fused_matmul(x, W, b) activation<act>
 // act(fused_matmul(x, W, b)) = fused_matmul(x, W, b) activation<act>
 //   for act = silu, gelu, gelu tanh (activation<gelu_tanh>) or relu; the
 //   bias stays optional.
 //
-// Preconditions: the producer has exactly one use (the activation); a
-// kiln.fused_matmul producer has no activation yet (there is one slot) and
-// no residual (act(y + r) is not act(y) + r).
+// (act(matmul(x, W, b)) is the declarative rule of MatmulActivation.pdll.)
+//
+// Preconditions: the producer has exactly one use (the activation), no
+// activation yet (there is one slot) and no residual (act(y + r) is not
+// act(y) + r).
 //
 // Benefit: the activation is applied to each output tile while it is in
 // registers, instead of in a second pass over [T, N] in memory.
@@ -100,11 +103,14 @@ static LogicalResult fuseActivation(Operation *op, IRRewriter &rewriter) {
   std::optional<Activation> activation = getActivation(op);
   if (!activation)
     return success();
+  // Plain matmuls are the declarative rules' (FuseMatmulActivation.cpp).
   std::optional<MatmulParts> producer = matchMatmul(op->getOperand(0));
-  if (!producer)
+  if (!producer || !isa<FusedMatmulOp>(producer->op))
     return success();
 
+  // Rule names as the declarative rules spell them: matmul-gelu-tanh.
   std::string rule = ("matmul-" + stringifyActivation(*activation)).str();
+  std::replace(rule.begin(), rule.end(), '_', '-');
   std::string name = describeValue(op->getOperand(0));
   std::string reason;
   if (producer->activation)

@@ -76,21 +76,38 @@ def FuseAttention : Pass<"kiln-fuse-attention"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
-def FuseMatmulEpilogue : Pass<"kiln-fuse-matmul-epilogue"> {
-  let summary = "Fuse activations and residual adds into matmuls";
+def FuseMatmulActivation : Pass<"kiln-fuse-matmul-activation"> {
+  let summary = "Fuse activations into the matmuls they follow (PDLL rules)";
   let description = [{
     Rewrites `act(matmul(x, W, b))` (act: `kiln.silu`, `kiln.gelu` with or
-    without `tanh`, `kiln.relu`) into `kiln.fused_matmul x, W bias b
-    activation<act>`, and then `matmul(...) + r` (either operand order) into
-    `kiln.fused_matmul ... residual r`, keeping bias and activation; a
-    `kiln.fused_matmul` producer without activation (for an activation) or
-    without residual (for a residual) extends the same way. Activations go
-    first, so `act(x·Wᵀ + b) + r` becomes one op. It applies when the matmul
-    has no other use; when both add operands qualify, the rhs (`x + f(x)`)
-    takes the lhs as its residual. The epilogue is computed on each output
-    tile in registers instead of in extra passes over memory. Candidates that
-    do not fuse are explained under `--kiln-explain-fusion` (rules
-    `matmul-<act>` and `matmul-residual`).
+    without `tanh`, `kiln.relu`; the bias optional) into
+    `kiln.fused_matmul x, W bias b activation<act>` when the matmul has no
+    other use, so the activation is computed on each output tile in
+    registers. The rules are declarative: passes/rules/MatmulActivation.pdll,
+    compiled to PDL when Kiln is built. Candidates that do not fuse are
+    explained under `--kiln-explain-fusion` (rules `matmul-silu`,
+    `matmul-gelu`, `matmul-gelu-tanh`, `matmul-relu`).
+  }];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::pdl::PDLDialect",
+                           "::mlir::pdl_interp::PDLInterpDialect"];
+}
+
+def FuseMatmulEpilogue : Pass<"kiln-fuse-matmul-epilogue"> {
+  let summary = "Fuse residual adds, and activations of fused matmuls, into "
+                "matmuls";
+  let description = [{
+    Rewrites `matmul(...) + r` (either operand order) into
+    `kiln.fused_matmul ... residual r`, keeping bias and activation, and
+    `act(fused_matmul(...))` into the fused op with that activation when it
+    has none and no residual (act: `kiln.silu`, `kiln.gelu` with or without
+    `tanh`, `kiln.relu`; activations of plain matmuls are
+    `--kiln-fuse-matmul-activation`'s). Activations go first, so
+    `act(x·Wᵀ + b) + r` becomes one op. It applies when the matmul has no
+    other use; when both add operands qualify, the rhs (`x + f(x)`) takes the
+    lhs as its residual. The epilogue is computed on each output tile in
+    registers instead of in extra passes over memory. Candidates that do not
+    fuse are explained under `--kiln-explain-fusion` (rules `matmul-<act>`
+    and `matmul-residual`).
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
 }
@@ -144,6 +161,106 @@ def FuseSwiglu : Pass<"kiln-fuse-swiglu"> {
     explained under `--kiln-explain-fusion` (rule `swiglu`).
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Tiling
+//===----------------------------------------------------------------------===//
+
+def TileOps : Pass<"kiln-tile", "::mlir::ModuleOp"> {
+  let summary = "Choose tile sizes and loop orders for compute ops";
+  let description = [{
+    Records on every `kiln.matmul`, `kiln.fused_matmul`, `kiln.swiglu`,
+    `kiln.attention`, `kiln.rms_norm` and `kiln.layer_norm` a `kiln.tiles`
+    attribute (ir/Tiling.h): block sizes, loop order and the loop split over
+    threads, once for decode (T = 1) and once for prefill (large T, planned
+    at `prefill-tokens`), with the T at which prefill takes over. The
+    module gets `kiln.target`, the canonical spec of the target. Nothing
+    else changes; the interpreter ignores the attributes.
+
+    Sizes follow the target's registers and caches (docs/passes/tiling.md):
+    GEMMs use the register block with the most FMAs per load that fits the
+    vector registers, a reduction block that keeps one weight panel and one
+    input sliver in half of L1, an input block in half of L2 and a weight
+    block in half of the core's L3 share, split over cores along N; decode
+    streams the weights once (a GEMV over the same packed layout). Attention
+    blocks cached positions so a key and a value block fill half of L1.
+    Shapes that are not multiples of the tiles keep their tiles (edge blocks
+    are partial); a dimension smaller than its tile becomes the tile.
+
+    `tuning-file` (or `--kiln-tuning-file`) overrides sizes by op kind and
+    shape; the attribute's `source` says which lines applied.
+  }];
+  let options = [
+    Option<"targetSpec", "target", "std::string", /*default=*/"\"native\"",
+           "Target spec: native, portable, avx2, avx512[+bf16][+vnni], "
+           "cuda:sm_XX, with ,key=value overrides (docs/targets.md)">,
+    Option<"prefillTokens", "prefill-tokens", "int64_t", /*default=*/"512",
+           "Token count prefill tiles are planned for">,
+    Option<"tuningFile", "tuning-file", "std::string", /*default=*/"\"\"",
+           "Tile overrides by op kind and shape (docs/passes/tiling.md)">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Memory planning
+//===----------------------------------------------------------------------===//
+
+def PlanMemory : Pass<"kiln-plan-memory", "::mlir::func::FuncOp"> {
+  let summary = "Place a step's activations in one arena by liveness";
+  let description = [{
+    Plans where every activation of a `kiln.step` function lives, in one
+    arena that code generation allocates once per executor. An activation is
+    a ranked tensor result computed from the step's arguments: weights (and
+    weights packed by `kiln.concat`) live in the weight file, the KV cache is
+    state the runtime owns, and the step's arguments are the runtime's. A
+    `kiln.reshape` is a view of its input's storage; every other op,
+    `kiln.split` and `kiln.transpose` included, writes a buffer of its own.
+
+    Ops are numbered in program order; a buffer is live from the op that
+    writes it to the last op that reads it or a view of it (a step output:
+    to the end). Sizes are affine in the token count T, `bytes_per_token·T +
+    bytes_fixed`, with the logit-row count R bounded by T and cached-position
+    counts S by the context length (`kiln.context_length`, or
+    `context-length`). Buffers are placed at their size for `max-tokens`
+    tokens, largest first (ties in definition order), each at the lowest
+    64-byte-aligned offset where it overlaps no placed buffer live at the
+    same time: deterministic for a given IR. Sizes never decrease with T, so
+    the offsets stay valid for every step of up to `max-tokens` tokens.
+
+    Records `kiln.buffers` on each op with a planned result (one dictionary
+    per result: `offset`, `bytes_per_token`, `bytes_fixed`, and `view` on a
+    view) and `kiln.memory_plan` on the step (`max_tokens`, `arena_bytes`,
+    `naive_bytes`, `alignment`, `context_length`). A function that is not a
+    step, or an activation whose size cannot be bounded, is an error.
+    See docs/passes/memory-planning.md.
+  }];
+  let options = [
+    Option<"maxTokens", "max-tokens", "int64_t", /*default=*/"512",
+           "The most tokens a step is planned for">,
+    Option<"contextLength", "context-length", "int64_t", /*default=*/"0",
+           "Bound on cached positions S (0: the step's kiln.context_length)">
+  ];
+}
+
+def PrintMemoryPlan : Pass<"kiln-print-memory-plan", "::mlir::func::FuncOp"> {
+  let summary = "Print a step's memory plan as a table";
+  let description = [{
+    Prints the plan `--kiln-plan-memory` recorded on a step function to
+    standard output: one row per buffer (its value as the IR printer names
+    it, its op and location, its live range as op indices, its offset and
+    its size at `tokens` tokens), then the arena's peak at `tokens` with the
+    recorded offsets, the naive sum of all buffers allocated separately,
+    their ratio, and the most bytes live at once (a bound no placement can
+    beat). `tokens` defaults to the plan's `max_tokens` and may not exceed
+    it. A step without a plan, or whose plan no longer matches its IR, is an
+    error. The IR is not changed.
+  }];
+  let options = [
+    Option<"tokens", "tokens", "int64_t", /*default=*/"0",
+           "Token count to size the buffers at (0: the plan's max_tokens)">
+  ];
 }
 
 #endif // KILN_PASSES_PASSES_TD

@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s -split-input-file --kiln-explain-fusion --kiln-fuse-swiglu --kiln-fuse-matmul-epilogue -verify-diagnostics
-// RUN: not kiln-opt %s -split-input-file --kiln-fuse-swiglu --kiln-fuse-matmul-epilogue 2>&1 | FileCheck %s --check-prefix=ERR --implicit-check-not=remark
+// RUN: kiln-opt %s -split-input-file --kiln-explain-fusion --kiln-fuse-swiglu --kiln-fuse-matmul-activation --kiln-fuse-matmul-epilogue -verify-diagnostics
+// RUN: not kiln-opt %s -split-input-file --kiln-fuse-swiglu --kiln-fuse-matmul-activation --kiln-fuse-matmul-epilogue 2>&1 | FileCheck %s --check-prefix=ERR --implicit-check-not=remark
 
 // With --kiln-explain-fusion, every candidate of the swiglu and matmul
 // epilogue rules that does not fuse gets one remark naming the rule and the
@@ -75,7 +75,7 @@ func.func @gate_two_users(%x: tensor<?x64xf32>, %w1: tensor<172x64xf32>,
 func.func @gelu_tanh_two_users(%x: tensor<?x64xf32>, %w: tensor<256x64xf32>)
     -> (tensor<?x256xf32>, tensor<?x256xf32>) {
   %m = kiln.matmul %x, %w : (tensor<?x64xf32>, tensor<256x64xf32>) -> tensor<?x256xf32>
-  // expected-remark @+1 {{matmul-gelu_tanh: %0 has 2 users}}
+  // expected-remark @+1 {{matmul-gelu-tanh: %0 has 2 users}}
   %y = kiln.gelu %m tanh : tensor<?x256xf32>
   return %y, %m : tensor<?x256xf32>, tensor<?x256xf32>
 }

@@ -1,4 +1,8 @@
-// RUN: kiln-opt %s -split-input-file --kiln-fuse-matmul-epilogue | FileCheck %s
+// RUN: kiln-opt %s -split-input-file --kiln-fuse-matmul-activation --kiln-fuse-matmul-epilogue | FileCheck %s
+
+// The epilogue rules after the declarative activation rules, as the fusion
+// pipeline runs them (test/passes/fuse-matmul-activation.mlir tests those
+// alone).
 
 // An activation of a matmul becomes the fused_matmul's activation.
 

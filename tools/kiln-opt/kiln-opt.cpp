@@ -9,6 +9,7 @@
 #include "passes/FusionDiagnostics.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "passes/TuningFile.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,6 +33,15 @@ static llvm::cl::opt<std::string> fusionRulesFile(
                    "this .pdll or PDL .mlir file (kiln-apply-fusion-rules)"),
     llvm::cl::value_desc("file"), llvm::cl::init(""));
 
+// --kiln-print-pipeline[=OPTIONS]: list the passes --kiln-pipeline runs (with
+// those pipeline options, e.g. "target=avx2 max-tokens=128") and exit.
+static llvm::cl::opt<std::string> printPipeline(
+    "kiln-print-pipeline",
+    llvm::cl::desc("Print the passes of --kiln-pipeline (for the given "
+                   "pipeline options, if any) and exit"),
+    llvm::cl::value_desc("options"), llvm::cl::ValueOptional,
+    llvm::cl::init("-"));
+
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<kiln::KilnDialect, mlir::arith::ArithDialect,
@@ -42,12 +52,24 @@ int main(int argc, char **argv) {
   kiln::registerKilnPasses();
   kiln::registerKilnPipelines();
   kiln::registerFusionCLOptions();
+  kiln::registerTilingCLOptions();
 
   // MlirOptMain(argc, argv, ...) without the chance to extend the pipeline,
   // spelled out: parse the options, then append the user rules (if any) to
   // the pipeline the command line gave.
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "Kiln optimizer driver\n", registry);
+  if (printPipeline != "-") {
+    mlir::MLIRContext context(registry);
+    auto options = kiln::KilnPipelineOptions::createFromString(printPipeline);
+    if (!options) {
+      llvm::errs() << "kiln-opt: invalid --kiln-print-pipeline options '"
+                   << printPipeline << "'\n";
+      return EXIT_FAILURE;
+    }
+    kiln::printKilnPipeline(&context, *options, llvm::outs());
+    return EXIT_SUCCESS;
+  }
   mlir::MlirOptMainConfig config =
       mlir::MlirOptMainConfig::createFromCLOptions();
   if (!fusionRulesFile.empty()) {

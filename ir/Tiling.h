@@ -1,0 +1,56 @@
+//===- Tiling.h - The kiln.tiles attribute ----------------------*- C++ -*-===//
+//
+// Part of Kiln. `kiln.tiles` is the seam between tiling (passes/TileOps.cpp)
+// and code generation: the only way loop structure travels from passes to
+// kernels. It is a discardable attribute on a compute op, so the IR stays at
+// graph level and the reference interpreter ignores it:
+//
+//   kiln.tiles = {
+//     kind = "gemm",                      // gemm | attention | rows
+//     decode = {m = 1, n = 64, k = 768, mr = 1, nr = 16,
+//               order = ["n", "k"], parallel = "n"},
+//     prefill = {m = 96, n = 512, k = 184, mr = 6, nr = 16,
+//                order = ["n", "k", "m"], parallel = "n"},
+//     prefill_from = 6,                   // T at which `prefill` applies
+//     source = "target avx2"              // or "tuning file F:LINE"
+//   }
+//
+// Sizes are block sizes along the op's iteration dimensions (kind "gemm":
+// m tokens, n outputs, k reduction, mr x nr the register block; "attention":
+// q query rows, kv cached positions; "rows": rows per task); `order` lists
+// the blocked loops outermost first and `parallel` the one split over
+// threads. docs/passes/tiling.md explains how they are chosen.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_IR_TILING_H
+#define KILN_IR_TILING_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace kiln {
+
+inline constexpr llvm::StringLiteral kTilesAttrName = "kiln.tiles";
+/// The module attribute naming the target the module was tiled for: its
+/// canonical spec (docs/targets.md), which parses back to the same target.
+inline constexpr llvm::StringLiteral kTargetAttrName = "kiln.target";
+
+/// The sizes each kind of tiling names, in a fixed order.
+llvm::ArrayRef<llvm::StringLiteral> tileSizeNames(llvm::StringRef kind);
+
+/// Checks a kiln.tiles value: a known kind, both phases with every size of
+/// that kind positive, an order naming sizes of the kind, a parallel loop in
+/// the order, prefill_from >= 1. Errors at `op` name the offending entry.
+mlir::LogicalResult verifyTilesAttr(mlir::Operation *op, mlir::Attribute attr);
+
+/// The size `name` of `phase` ("decode" or "prefill") recorded on `op`.
+std::optional<int64_t> getTileSize(mlir::Operation *op, llvm::StringRef phase,
+                                   llvm::StringRef name);
+
+} // namespace kiln
+
+#endif // KILN_IR_TILING_H

@@ -1,0 +1,435 @@
+//===- TileOps.cpp - Choose tile sizes for compute ops --------------------===//
+//
+// Part of Kiln. See the pass description in Passes.td and
+// docs/passes/tiling.md.
+//
+// Every choice is integer arithmetic on the target description and static
+// shapes, so the same IR and target always give the same tiles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/TuningFile.h"
+#include "passes/target/TargetDescription.h"
+
+#include "ir/KilnDialect.h"
+#include "ir/KilnOps.h"
+#include "ir/Tiling.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ManagedStatic.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_TILEOPS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Arithmetic
+//===----------------------------------------------------------------------===//
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+/// The largest multiple of `b` not above `a`, but at least `b`.
+int64_t roundDownAtLeast(int64_t a, int64_t b) {
+  return std::max(b, a / b * b);
+}
+
+/// Bytes of `count` weights of element type `type`, rounded up (a
+/// block-quantized weight costs its block's bytes over its block size).
+int64_t weightBytes(Type type, int64_t count) {
+  if (auto quant = dyn_cast<BlockQuantizedTypeInterface>(type))
+    return ceilDiv(count * quant.getBlockBytes(), quant.getBlockSize());
+  return count * ceilDiv(type.getIntOrFloatBitWidth(), 8);
+}
+
+/// K blocks of block-quantized weights hold whole blocks.
+int64_t reductionAlignment(Type type, int64_t vectorFloats) {
+  if (auto quant = dyn_cast<BlockQuantizedTypeInterface>(type))
+    return std::max<int64_t>(quant.getBlockSize(), vectorFloats);
+  return vectorFloats;
+}
+
+//===----------------------------------------------------------------------===//
+// One phase's tiles
+//===----------------------------------------------------------------------===//
+
+/// Tile sizes and loop structure of one phase, before they become an
+/// attribute.
+struct Tiles {
+  llvm::SmallVector<std::pair<std::string, int64_t>> sizes;
+  llvm::SmallVector<StringRef> order;
+  StringRef parallel;
+
+  int64_t get(StringRef name) const {
+    for (auto &[key, size] : sizes)
+      if (key == name)
+        return size;
+    return 0;
+  }
+
+  void set(StringRef name, int64_t value) {
+    for (auto &[key, size] : sizes)
+      if (key == name) {
+        size = value;
+        return;
+      }
+    sizes.push_back({name.str(), value});
+  }
+
+  DictionaryAttr toAttr(Builder &b) const {
+    SmallVector<NamedAttribute> entries;
+    for (auto &[key, size] : sizes)
+      entries.push_back(b.getNamedAttr(key, b.getI64IntegerAttr(size)));
+    SmallVector<Attribute> loops;
+    for (StringRef loop : order)
+      loops.push_back(b.getStringAttr(loop));
+    entries.push_back(b.getNamedAttr("order", b.getArrayAttr(loops)));
+    entries.push_back(b.getNamedAttr("parallel", b.getStringAttr(parallel)));
+    return b.getDictionaryAttr(entries);
+  }
+};
+
+/// An op's choice: its kind, both phases and where prefill starts.
+struct TileChoice {
+  StringRef kind; // gemm, attention, rows
+  Tiles decode, prefill;
+  int64_t prefillFrom = 2;
+};
+
+//===----------------------------------------------------------------------===//
+// CPU choices
+//===----------------------------------------------------------------------===//
+
+/// Architectural vector registers: 16 xmm/ymm below AVX-512 (and for
+/// portable code, which may run on SSE2), 32 zmm with AVX-512.
+unsigned vectorRegisters(const target::CpuTarget &cpu) {
+  return cpu.isa == target::CpuIsa::AVX512 ? 32 : 16;
+}
+
+/// The register block mr x nr of a GEMM micro-kernel that streams `panels`
+/// packed weight panels (2 for swiglu's gate and up). Per reduction step it
+/// loads panels·u weight vectors (nr = u·V) and broadcasts mr inputs, and
+/// issues mr·panels·u FMAs into as many accumulators; everything must fit
+/// the vector registers with one to spare for the broadcast. Of the blocks
+/// that fit, the one with the most FMAs per load wins (ties: wider nr, then
+/// taller mr). AVX2 gets the classic 6x16, AVX-512 6x64.
+std::pair<int64_t, int64_t> chooseRegisterBlock(const target::CpuTarget &cpu,
+                                                int64_t panels) {
+  int64_t regs = vectorRegisters(cpu), v = cpu.vectorFloats();
+  int64_t bestMr = 1, bestU = 1, bestFma = 0, bestLoads = 1;
+  for (int64_t u : {1, 2, 4})
+    for (int64_t mr = 1; mr <= 16; ++mr) {
+      int64_t fmas = mr * panels * u, loads = panels * u + mr;
+      if (fmas + panels * u + 1 > regs)
+        continue;
+      // fmas/loads > bestFma/bestLoads, or equal and wider/taller.
+      int64_t lhs = fmas * bestLoads, rhs = bestFma * loads;
+      if (lhs > rhs || (lhs == rhs && (u > bestU || mr > bestMr))) {
+        bestMr = mr;
+        bestU = u;
+        bestFma = fmas;
+        bestLoads = loads;
+      }
+    }
+  return {bestMr, bestU * v};
+}
+
+/// GEMM tiles for y[M, N] = x[M, K] · W[N, K]ᵀ over `panels` weights of type
+/// `weightType` (Goto/BLIS blocking; docs/passes/tiling.md):
+///  - prefill: the register block above; kc so that the panels' kc x nr
+///    weights and the mr x kc inputs fill half of L1 (the other half for
+///    the next panel's prefetch); mc so that the mc x kc input block fills
+///    half of L2; nc so that the kc x nc weight block fills half of this
+///    core's share of L3, and small enough that every core gets a block.
+///    Loops n, k, m (outermost first), threads over n: each core streams
+///    its own weights.
+///  - decode (T = 1): a GEMV that streams the weights once at memory
+///    bandwidth, using the same packed layout (same nr); K blocked so the
+///    input row's block stays in a quarter of L1, N split into 4 tasks per
+///    core for balance.
+TileChoice chooseGemm(const target::CpuTarget &cpu, int64_t n, int64_t k,
+                      Type weightType, int64_t panels, int64_t prefillTokens) {
+  auto [mr, nr] = chooseRegisterBlock(cpu, panels);
+  int64_t v = cpu.vectorFloats();
+  int64_t kAlign = reductionAlignment(weightType, v);
+  int64_t cores = std::max<unsigned>(cpu.cores, 1);
+  int64_t bytesPerK = panels * weightBytes(weightType, nr) + mr * 4;
+  int64_t kc =
+      std::min(k, roundDownAtLeast(cpu.l1dBytes / 2 / bytesPerK, kAlign));
+  int64_t mc = std::min(roundDownAtLeast(cpu.l2Bytes / 2 / (kc * 4), mr),
+                        roundUp(prefillTokens, mr));
+  int64_t l3PerCore = cpu.l3Bytes / cores;
+  int64_t nc = roundDownAtLeast(
+      l3PerCore / 2 /
+          std::max<int64_t>(panels * weightBytes(weightType, kc), 1),
+      nr);
+  nc = std::min({nc, roundUp(n, nr), roundUp(ceilDiv(n, cores), nr)});
+
+  TileChoice choice;
+  choice.kind = "gemm";
+  choice.prefillFrom = mr;
+  choice.prefill.sizes = {
+      {"m", mc}, {"n", nc}, {"k", kc}, {"mr", mr}, {"nr", nr}};
+  choice.prefill.order = {"n", "k", "m"};
+  choice.prefill.parallel = "n";
+
+  int64_t kDecode = std::min(k, roundDownAtLeast(cpu.l1dBytes / 4 / 4, kAlign));
+  int64_t nDecode =
+      std::min(roundUp(n, nr), roundUp(ceilDiv(n, cores * 4), nr));
+  choice.decode.sizes = {
+      {"m", 1}, {"n", nDecode}, {"k", kDecode}, {"mr", 1}, {"nr", nr}};
+  choice.decode.order = {"n", "k"};
+  choice.decode.parallel = "n";
+  return choice;
+}
+
+/// Attention tiles (flash-attention style, online softmax): kv cached
+/// positions per block so one block of keys and one of values (kv x d each)
+/// fill half of L1; prefill takes q query rows per block so the q x d
+/// queries, the q x d fp32 accumulator and the q x kv scores fill the other
+/// half. Loops head, q, kv; threads over heads. Decode has q = 1.
+TileChoice chooseAttention(const target::CpuTarget &cpu, int64_t headDim,
+                           Type kvType, int64_t prefillTokens) {
+  int64_t v = cpu.vectorFloats();
+  int64_t kv = roundDownAtLeast(
+      cpu.l1dBytes / 2 / (2 * weightBytes(kvType, headDim)), v);
+  int64_t q = std::clamp<int64_t>(cpu.l1dBytes / 2 / (8 * headDim + 4 * kv), 1,
+                                  prefillTokens);
+  TileChoice choice;
+  choice.kind = "attention";
+  choice.prefillFrom = 2;
+  choice.prefill.sizes = {{"q", q}, {"kv", kv}};
+  choice.decode.sizes = {{"q", 1}, {"kv", kv}};
+  for (Tiles *t : {&choice.prefill, &choice.decode}) {
+    t->order = {"head", "q", "kv"};
+    t->parallel = "head";
+  }
+  return choice;
+}
+
+/// Row-wise ops (norms): rows per task so a task's inputs fill half of L1,
+/// but no more than an even share of the prefill rows per core.
+TileChoice chooseRows(const target::CpuTarget &cpu, int64_t width,
+                      int64_t prefillTokens) {
+  int64_t cores = std::max<unsigned>(cpu.cores, 1);
+  int64_t rows = std::clamp<int64_t>(cpu.l1dBytes / 2 / (width * 4), 1,
+                                     ceilDiv(prefillTokens, cores));
+  TileChoice choice;
+  choice.kind = "rows";
+  choice.prefillFrom = 2;
+  choice.prefill.sizes = {{"rows", rows}};
+  choice.decode.sizes = {{"rows", 1}};
+  for (Tiles *t : {&choice.prefill, &choice.decode}) {
+    t->order = {"rows"};
+    t->parallel = "rows";
+  }
+  return choice;
+}
+
+//===----------------------------------------------------------------------===//
+// CUDA choices
+//===----------------------------------------------------------------------===//
+
+/// CUDA GEMM tiles: a thread block computes an m x n tile with 8 x 8
+/// accumulators per thread (64 of the 255 registers); k is what double-
+/// buffered (m + n) x k fp32 tiles leave of the shared memory, in multiples
+/// of 32. Decode: one row, n split across the SMs.
+TileChoice chooseGemmCuda(const target::CudaTarget &gpu, int64_t n, int64_t k,
+                          int64_t panels, int64_t prefillTokens) {
+  int64_t m = std::min<int64_t>(64, roundUp(prefillTokens, 8));
+  int64_t nb = std::min<int64_t>(128 / panels, roundUp(n, 8));
+  int64_t kc = std::min(k, roundDownAtLeast(gpu.sharedMemPerBlockBytes / 2 /
+                                                ((m + panels * nb) * 4),
+                                            32));
+  TileChoice choice;
+  choice.kind = "gemm";
+  choice.prefillFrom = 8;
+  choice.prefill.sizes = {{"m", m}, {"n", nb}, {"k", kc}, {"mr", 8}, {"nr", 8}};
+  choice.prefill.order = {"n", "m", "k"};
+  choice.prefill.parallel = "n";
+  int64_t nDecode =
+      std::max<int64_t>(8, roundUp(ceilDiv(n, std::max(gpu.smCount, 1u)), 8));
+  choice.decode.sizes = {{"m", 1},
+                         {"n", std::min(nDecode, roundUp(n, 8))},
+                         {"k", k},
+                         {"mr", 1},
+                         {"nr", 8}};
+  choice.decode.order = {"n", "k"};
+  choice.decode.parallel = "n";
+  return choice;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+/// What the tuning file matches an op on.
+struct OpKey {
+  StringRef kind; // matmul, swiglu, attention, norm
+  llvm::StringMap<int64_t> shape;
+};
+
+llvm::cl::opt<std::string> *tuningFileFlag = nullptr;
+
+struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
+  using TileOpsBase::TileOpsBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::Expected<target::TargetDescription> target =
+        target::parseTarget(targetSpec);
+    if (!target) {
+      module.emitError() << "kiln-tile: " << llvm::toString(target.takeError());
+      return signalPassFailure();
+    }
+    std::string tuningPath = tuningFile;
+    if (tuningPath.empty() && tuningFileFlag)
+      tuningPath = *tuningFileFlag;
+    SmallVector<TuningEntry> tuning;
+    if (!tuningPath.empty()) {
+      auto entries = loadTuningFile(tuningPath);
+      if (!entries) {
+        module.emitError() << "kiln-tile: "
+                           << llvm::toString(entries.takeError());
+        return signalPassFailure();
+      }
+      tuning = std::move(*entries);
+    }
+
+    Builder b(&getContext());
+    module->setAttr(kTargetAttrName, b.getStringAttr(target->spec()));
+    bool ok = true;
+    module.walk([&](Operation *op) {
+      std::optional<std::pair<OpKey, TileChoice>> choice = choose(op, *target);
+      if (!choice)
+        return;
+      auto &[key, tiles] = *choice;
+      std::string source = "target " + target->name;
+      for (const TuningEntry &entry : tuning) {
+        if (entry.kind != key.kind ||
+            !llvm::all_of(entry.shape, [&](const auto &want) {
+              auto it = key.shape.find(want.getKey());
+              return it != key.shape.end() && it->second == want.getValue();
+            }))
+          continue;
+        Tiles &phase = entry.phase == "decode" ? tiles.decode : tiles.prefill;
+        for (auto &[name, size] : entry.sizes)
+          phase.set(name, size);
+        source += "; tuning file " + entry.location;
+      }
+      // A GEMM switches to its prefill tiles once a full register block of
+      // rows is there (below that the streaming GEMV wins).
+      if (tiles.kind == "gemm")
+        tiles.prefillFrom = tiles.prefill.get("mr");
+      op->setAttr(kTilesAttrName,
+                  b.getDictionaryAttr({
+                      b.getNamedAttr("kind", b.getStringAttr(tiles.kind)),
+                      b.getNamedAttr("decode", tiles.decode.toAttr(b)),
+                      b.getNamedAttr("prefill", tiles.prefill.toAttr(b)),
+                      b.getNamedAttr("prefill_from",
+                                     b.getI64IntegerAttr(tiles.prefillFrom)),
+                      b.getNamedAttr("source", b.getStringAttr(source)),
+                  }));
+      ok &= succeeded(verifyTilesAttr(op, op->getAttr(kTilesAttrName)));
+    });
+    if (!ok)
+      signalPassFailure();
+  }
+
+  /// The choice for `op`, if it is a compute op with the static shapes
+  /// tiling needs.
+  std::optional<std::pair<OpKey, TileChoice>>
+  choose(Operation *op, const target::TargetDescription &target) {
+    auto gemm =
+        [&](StringRef kind, Value weight,
+            int64_t panels) -> std::optional<std::pair<OpKey, TileChoice>> {
+      auto type = cast<RankedTensorType>(weight.getType());
+      int64_t n = type.getDimSize(0), k = type.getDimSize(1);
+      OpKey key{kind, {}};
+      key.shape["n"] = n;
+      key.shape["k"] = k;
+      TileChoice choice =
+          target.isCpu()
+              ? chooseGemm(target.cpu(), n, k, type.getElementType(), panels,
+                           prefillTokens)
+              : chooseGemmCuda(target.cuda(), n, k, panels, prefillTokens);
+      return std::make_pair(std::move(key), std::move(choice));
+    };
+    return llvm::TypeSwitch<Operation *,
+                            std::optional<std::pair<OpKey, TileChoice>>>(op)
+        .Case([&](MatmulOp o) { return gemm("matmul", o.getWeight(), 1); })
+        .Case([&](FusedMatmulOp o) { return gemm("matmul", o.getWeight(), 1); })
+        .Case([&](SwigluOp o) { return gemm("swiglu", o.getGate(), 2); })
+        .Case(
+            [&](AttentionOp o) -> std::optional<std::pair<OpKey, TileChoice>> {
+              auto cache = cast<KVCacheType>(o.getCache().getType());
+              auto query = o.getQuery().getType();
+              OpKey key{"attention", {}};
+              key.shape["heads"] = query.getDimSize(1);
+              key.shape["kv_heads"] = cache.getNumKvHeads();
+              key.shape["head_dim"] = cache.getHeadDim();
+              target::CpuTarget cpu =
+                  target.isCpu() ? target.cpu() : cudaAsCpu(target.cuda());
+              TileChoice choice =
+                  chooseAttention(cpu, cache.getHeadDim(),
+                                  cache.getElementType(), prefillTokens);
+              // No block longer than the context the model declares.
+              if (auto func = o->getParentOfType<func::FuncOp>())
+                if (auto context = func->getAttrOfType<IntegerAttr>(
+                        KilnDialect::kContextLengthAttrName)) {
+                  int64_t cap = roundUp(context.getInt(), cpu.vectorFloats());
+                  for (Tiles *t : {&choice.decode, &choice.prefill})
+                    t->set("kv", std::min(t->get("kv"), cap));
+                }
+              return std::make_pair(std::move(key), std::move(choice));
+            })
+        .Case<RmsNormOp, LayerNormOp>(
+            [&](auto o) -> std::optional<std::pair<OpKey, TileChoice>> {
+              int64_t d = o.getInput().getType().getShape().back();
+              if (ShapedType::isDynamic(d))
+                return std::nullopt;
+              OpKey key{"norm", {}};
+              key.shape["d"] = d;
+              target::CpuTarget cpu =
+                  target.isCpu() ? target.cpu() : cudaAsCpu(target.cuda());
+              return std::make_pair(std::move(key),
+                                    chooseRows(cpu, d, prefillTokens));
+            })
+        .Default([](Operation *) { return std::nullopt; });
+  }
+
+  /// For ops whose CUDA tiling is the CPU rule over a block's shared memory
+  /// (attention, rows): the GPU seen as one "core" per SM with shared memory
+  /// as its L1.
+  static target::CpuTarget cudaAsCpu(const target::CudaTarget &gpu) {
+    target::CpuTarget cpu;
+    cpu.vectorBits = gpu.warpSize * 32;
+    cpu.cores = gpu.smCount;
+    cpu.l1dBytes = gpu.sharedMemPerBlockBytes;
+    cpu.l2Bytes = cpu.l3Bytes = gpu.sharedMemPerBlockBytes * gpu.smCount;
+    return cpu;
+  }
+};
+
+} // namespace
+
+namespace kiln {
+void registerTilingCLOptions() {
+  static llvm::cl::opt<std::string> flag(
+      "kiln-tuning-file",
+      llvm::cl::desc("Tile overrides for --kiln-tile and --kiln-pipeline "
+                     "(docs/passes/tiling.md, \"Tuning files\")"),
+      llvm::cl::value_desc("file"), llvm::cl::init(""));
+  tuningFileFlag = &flag;
+}
+} // namespace kiln

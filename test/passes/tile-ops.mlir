@@ -1,0 +1,84 @@
+// RUN: kiln-opt %s -split-input-file --kiln-tile=target=avx2 | FileCheck %s --check-prefix=AVX2
+// RUN: kiln-opt %s -split-input-file --kiln-tile=target=avx512 | FileCheck %s --check-prefix=AVX512
+// RUN: kiln-opt %s -split-input-file --kiln-tile=target=portable | FileCheck %s --check-prefix=PORTABLE
+// RUN: kiln-opt %s -split-input-file --kiln-tile=target=cuda:sm_90 | FileCheck %s --check-prefix=SM90
+// RUN: kiln-opt %s -split-input-file --kiln-tile="target=avx2,cores=2 prefill-tokens=64" | FileCheck %s --check-prefix=SMALL
+
+// Tiles for several targets and shapes that are not multiples of the tiles
+// (N = 172, K = 100), computed as docs/passes/tiling.md says. Worked example,
+// avx2 (16 ymm registers of 8 floats; L1d 32 KiB, L2 512 KiB, L3 32 MiB over
+// 8 cores) and f32 weights:
+//  - register block: 6 x 16 (12 accumulators, 2 weight loads, 1 broadcast);
+//  - k: 16 KiB / (16·4 + 6·4 bytes per k) = 186 -> 184, but K = 100;
+//  - m: 256 KiB / (100·4) = 655 -> 654 rows, capped at 512 tokens -> 516;
+//  - n: N split over 8 cores: ceil(172 / 8) = 22 -> 32 (a multiple of nr);
+//  - decode n: 4 tasks per core: ceil(172 / 32) = 6 -> 16.
+
+// AVX2:      module attributes {kiln.target = "avx2,cores=8,l1d=32KiB,l2=512KiB,l3=32MiB"}
+// AVX2-LABEL: func @matmul_odd
+// AVX2: kiln.matmul {{.*}}kiln.tiles = {decode = {k = 100 : i64, m = 1 : i64, mr = 1 : i64, n = 16 : i64, nr = 16 : i64, order = ["n", "k"], parallel = "n"}, kind = "gemm", prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 32 : i64, nr = 16 : i64, order = ["n", "k", "m"], parallel = "n"}, prefill_from = 6 : i64, source = "target avx2"}
+// AVX512-LABEL: func @matmul_odd
+// AVX512: kiln.matmul {{.*}}decode = {k = 100 : i64, m = 1 : i64, mr = 1 : i64, n = 64 : i64, nr = 64 : i64, {{.*}}prefill = {k = 80 : i64, m = 516 : i64, mr = 6 : i64, n = 64 : i64, nr = 64 : i64, {{.*}}prefill_from = 6
+// PORTABLE-LABEL: func @matmul_odd
+// PORTABLE: kiln.matmul {{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 48 : i64, nr = 8 : i64,
+// SM90-LABEL: func @matmul_odd
+// SM90: kiln.matmul {{.*}}prefill = {k = 100 : i64, m = 64 : i64, mr = 8 : i64, n = 128 : i64, nr = 8 : i64, order = ["n", "m", "k"]
+// SMALL-LABEL: func @matmul_odd
+// SMALL: kiln.matmul {{.*}}decode = {k = 100 : i64, m = 1 : i64, mr = 1 : i64, n = 32 : i64, {{.*}}prefill = {k = 100 : i64, m = 66 : i64, mr = 6 : i64, n = 96 : i64,
+func.func @matmul_odd(%x: tensor<?x100xf32>, %w: tensor<172x100xf32>) -> tensor<?x172xf32> {
+  %y = kiln.matmul %x, %w : (tensor<?x100xf32>, tensor<172x100xf32>) -> tensor<?x172xf32>
+  return %y : tensor<?x172xf32>
+}
+
+// -----
+
+// swiglu streams two weight panels: the register block halves its width
+// (avx2 6 x 8: 12 accumulators, 2 loads, 1 broadcast), and f16 weights take
+// half the bytes per k.
+
+// AVX2-LABEL: func @swiglu_f16
+// AVX2: kiln.swiglu {{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 40 : i64, nr = 8 : i64,
+// AVX512-LABEL: func @swiglu_f16
+// AVX512: kiln.swiglu {{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 32 : i64, nr = 32 : i64,
+// PORTABLE-LABEL: func @swiglu_f16
+// PORTABLE: kiln.swiglu {{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 76 : i64, nr = 4 : i64,
+func.func @swiglu_f16(%x: tensor<?x100xf32>, %w1: tensor<300x100xf16>, %w3: tensor<300x100xf16>) -> tensor<?x300xf32> {
+  %h = kiln.swiglu %x, %w1, %w3 : tensor<?x100xf32>, tensor<300x100xf16> -> tensor<?x300xf32>
+  return %h : tensor<?x300xf32>
+}
+
+// -----
+
+// A large q8_0 matmul: K blocks hold whole 32-weight blocks, and the K of a
+// decode GEMV is blocked so the input slice stays in a quarter of L1.
+
+// AVX2-LABEL: func @matmul_q8_0
+// AVX2: kiln.matmul {{.*}}decode = {k = 2048 : i64, m = 1 : i64, mr = 1 : i64, n = 128 : i64, nr = 16 : i64, {{.*}}prefill = {k = 384 : i64, m = 168 : i64, mr = 6 : i64, n = 512 : i64, nr = 16 : i64,
+// AVX512-LABEL: func @matmul_q8_0
+// AVX512: kiln.matmul {{.*}}decode = {k = 3072 : i64, {{.*}}prefill = {k = 256 : i64, m = 516 : i64, mr = 6 : i64, n = 128 : i64, nr = 64 : i64,
+func.func @matmul_q8_0(%x: tensor<?x4096xf32>, %w: tensor<4096x4096x!kiln.q8_0>) -> tensor<?x4096xf32> {
+  %y = kiln.matmul %x, %w : (tensor<?x4096xf32>, tensor<4096x4096x!kiln.q8_0>) -> tensor<?x4096xf32>
+  return %y : tensor<?x4096xf32>
+}
+
+// -----
+
+// Norms are tiled by rows, attention by query rows and cached positions:
+// avx2 keeps a block of keys and one of values in half of L1,
+// 16 KiB / (2·64·4) = 32 positions, and q = 16 KiB / (8·64 + 4·32) = 25
+// query rows (queries, accumulators and scores).
+
+// AVX2-LABEL: func @step
+// AVX2: kiln.rms_norm {{.*}}kiln.tiles = {decode = {order = ["rows"], parallel = "rows", rows = 1 : i64}, kind = "rows", prefill = {order = ["rows"], parallel = "rows", rows = 64 : i64}, prefill_from = 2 : i64
+// AVX2: kiln.attention {{.*}}kiln.tiles = {decode = {kv = 32 : i64, order = ["head", "q", "kv"], parallel = "head", q = 1 : i64}, kind = "attention", prefill = {kv = 32 : i64, order = ["head", "q", "kv"], parallel = "head", q = 25 : i64}
+// AVX512-LABEL: func @step
+// AVX512: kiln.attention {{.*}}decode = {kv = 48 : i64,
+func.func @step(%ids: tensor<?xi32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %rows: tensor<?xi32>,
+                %c: !kiln.kv_cache<layers = 1, kv_heads = 2, head_dim = 64, f32>,
+                %x: tensor<?x64xf32>, %g: tensor<64xf32>, %q: tensor<?x4x64xf32>)
+    -> (tensor<?x64xf32>, tensor<?x4x64xf32>) {
+  %n = kiln.rms_norm %x, %g epsilon = 1.0e-05 : tensor<?x64xf32>, tensor<64xf32>
+  %o = kiln.attention %q, %c[0] seqs %seq positions %pos scale = 0.125
+      : tensor<?x4x64xf32>, !kiln.kv_cache<layers = 1, kv_heads = 2, head_dim = 64, f32>, tensor<?xi32>
+  return %n, %o : tensor<?x64xf32>, tensor<?x4x64xf32>
+}
