@@ -313,7 +313,8 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
       std::optional<std::pair<OpKey, TileChoice>> choice = choose(op, *target);
       if (!choice)
         return;
-      auto &[key, tiles] = *choice;
+      OpKey &key = choice->first;
+      TileChoice &tiles = choice->second;
       std::string source = "target " + target->name;
       for (const TuningEntry &entry : tuning) {
         if (entry.kind != key.kind ||

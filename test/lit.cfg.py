@@ -16,6 +16,10 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "unit",
 # FileCheck, not, count and split-file from LLVM 19; kiln-opt from this build.
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# `kiln run MODEL` compiles into a cache; tests keep theirs in the build tree
+# (and CPU feature overrides from the caller's shell do not leak in).
+config.environment["KILN_CACHE_DIR"] = os.path.join(config.test_exec_root, "kiln-cache")
+config.environment.pop("KILN_CPU_FEATURES", None)
 llvm_config.add_tool_substitutions(["kiln-opt", "kiln"], [config.kiln_tools_dir])
 
 config.substitutions.append(("%kiln_src_root", config.kiln_src_root))

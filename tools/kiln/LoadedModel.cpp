@@ -134,9 +134,13 @@ runtime::Tokenizer loadTokenizer(const LoadedModel &model,
       }
     }
     if (!spec) {
-      origin =
-          (std::filesystem::path(weightsPath).parent_path() / "tokenizer.bin")
-              .string();
+      // MODEL.tokenizer.bin (what `kiln make-model` writes), else llama2.c's
+      // tokenizer.bin in the same directory.
+      origin = weightsPath + ".tokenizer.bin";
+      if (!std::filesystem::exists(origin))
+        origin =
+            (std::filesystem::path(weightsPath).parent_path() / "tokenizer.bin")
+                .string();
       if (!std::filesystem::exists(origin))
         throw std::runtime_error(
             modelPath + ": no tokenizer found (none inside the model and no " +

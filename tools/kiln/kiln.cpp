@@ -6,13 +6,17 @@
 //   kiln inspect MODEL   print configuration, tensors and tokenizer summary
 //   kiln tokenize TEXT   print token ids
 //   kiln targets         print the native and the named compilation targets
+//   kiln make-model      write a synthetic Llama with random weights
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/kiln/CompileCommand.h"
 #include "tools/kiln/LoadedModel.h"
 
+#include "frontends/formats/SyntheticModel.h"
 #include "ir/KilnOps.h"
 #include "ir/interpreter/Interpreter.h"
+#include "runtime/CompiledModel.h"
 #include "runtime/Generator.h"
 
 #include "passes/FusionDiagnostics.h"
@@ -30,6 +34,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -52,6 +57,9 @@ struct RunOptions {
   int32_t context = 0;
   bool fusion = false, explainFusion = false;
   std::string fusionRules;
+  bool interpret = false;
+  std::string target = "native", dtype = "f32";
+  int threads = 0;
 };
 
 /// Runs Kiln's fusion passes on the model's module (kiln run --fusion), then
@@ -73,22 +81,24 @@ void fuse(LoadedModel &model, bool builtin, bool explain,
     throw std::runtime_error("fusion failed (see the errors above)");
 }
 
-int run(const RunOptions &o) {
-  LoadedModel model = loadModel(o.model);
-  if (o.fusion || !o.fusionRules.empty())
-    fuse(model, o.fusion, o.explainFusion, o.fusionRules);
-  runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
-  func::FuncOp stepFunc = findStepFunction(*model.module);
-  auto cacheType = cast<KVCacheType>(stepFunc.getArgumentTypes().back());
-  ReferenceKVCache<float> cache(cacheType);
-  Interpreter<float> interpreter(*model.weights);
+/// Whether `path` starts with an artifact's magic.
+bool isArtifact(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, sizeof magic);
+  return in && std::memcmp(magic, "KILNART", 8) == 0;
+}
 
+/// Generates with `step` and prints the text, then timing on stderr.
+int generateAndPrint(const RunOptions &o, const runtime::Tokenizer &tokenizer,
+                     const runtime::StepFunction &step, int64_t contextLength,
+                     bool stopsAtEos) {
   runtime::GenerationOptions options;
   options.steps = o.steps;
-  options.contextLength = o.context > 0 ? o.context : model.contextLength;
+  options.contextLength = o.context > 0 ? o.context : int32_t(contextLength);
   if (options.contextLength <= 0)
     options.contextLength = o.steps;
-  if (model.stopsAtEos)
+  if (stopsAtEos)
     for (int32_t id : {tokenizer.spec().eosId, tokenizer.spec().eotId})
       if (id >= 0)
         options.stopTokens.push_back(id);
@@ -100,10 +110,6 @@ int run(const RunOptions &o) {
              : static_cast<uint64_t>(
                    std::chrono::system_clock::now().time_since_epoch().count());
 
-  auto step = [&](const runtime::StepBatch &batch) {
-    Tensor<float> logits = interpreter.step(stepFunc, batch, cache);
-    return std::move(logits.data);
-  };
   runtime::GenerationResult result = runtime::generate(
       tokenizer, step, o.prompt, options, [](const std::string &piece) {
         std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -125,6 +131,74 @@ int run(const RunOptions &o) {
                result.decodeSeconds > 0
                    ? result.decodedTokens / result.decodeSeconds
                    : 0.0);
+  return 0;
+}
+
+/// Runs a compiled artifact: no MLIR involved.
+int runArtifact(const RunOptions &o, const std::string &path) {
+  runtime::CompiledModelOptions options;
+  options.threads = o.threads;
+  options.contextLength = o.context;
+  std::unique_ptr<runtime::CompiledModel> model =
+      runtime::CompiledModel::load(path, options);
+  runtime::Tokenizer tokenizer =
+      o.tokenizer.empty() ? runtime::Tokenizer(model->tokenizerSpec())
+                          : runtime::Tokenizer(readTokenizerFile(o.tokenizer));
+  auto step = [&](const runtime::StepBatch &batch) {
+    return model->step(batch);
+  };
+  return generateAndPrint(o, tokenizer, step, model->manifest().contextLength,
+                          model->manifest().stopsAtEos);
+}
+
+/// Runs the IR in the reference interpreter (.mlir modules, --interpret,
+/// --fusion experiments).
+int runInterpreted(const RunOptions &o) {
+  LoadedModel model = loadModel(o.model);
+  if (o.fusion || !o.fusionRules.empty())
+    fuse(model, o.fusion, o.explainFusion, o.fusionRules);
+  runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
+  func::FuncOp stepFunc = findStepFunction(*model.module);
+  auto cacheType = cast<KVCacheType>(stepFunc.getArgumentTypes().back());
+  ReferenceKVCache<float> cache(cacheType);
+  Interpreter<float> interpreter(*model.weights);
+  auto step = [&](const runtime::StepBatch &batch) {
+    Tensor<float> logits = interpreter.step(stepFunc, batch, cache);
+    return std::move(logits.data);
+  };
+  return generateAndPrint(o, tokenizer, step, model.contextLength,
+                          model.stopsAtEos);
+}
+
+int run(const RunOptions &o) {
+  if (isArtifact(o.model))
+    return runArtifact(o, o.model);
+  bool interpreted = o.interpret || o.fusion || !o.fusionRules.empty() ||
+                     llvm::StringRef(o.model).ends_with(".mlir");
+  if (interpreted)
+    return runInterpreted(o);
+  // A model file: compile it into the cache (instant when unchanged), run
+  // the artifact.
+  CompileOptions compile;
+  compile.model = o.model;
+  compile.tokenizer = o.tokenizer;
+  compile.target = o.target;
+  compile.dtype = o.dtype;
+  compile.context = o.context;
+  return runArtifact(o, compiledArtifactFor(compile));
+}
+
+//===----------------------------------------------------------------------===//
+// kiln compile
+//===----------------------------------------------------------------------===//
+
+int compile(const CompileOptions &o) {
+  CompileResult result = compileModel(o);
+  std::error_code ec;
+  uintmax_t bytes = std::filesystem::file_size(result.artifact, ec);
+  std::printf("wrote %s (%.1f MiB) in %.2f s%s\n", result.artifact.c_str(),
+              double(bytes) / (1024.0 * 1024.0), result.seconds,
+              result.fromCache ? " (unchanged: from the compile cache)" : "");
   return 0;
 }
 
@@ -262,6 +336,98 @@ int targets(const std::string &spec) {
   return 0;
 }
 
+//===----------------------------------------------------------------------===//
+// kiln make-model
+//===----------------------------------------------------------------------===//
+
+struct MakeModelOptions {
+  std::string config, format = "gguf", dtype = "f32", output;
+  uint64_t seed = 0;
+};
+
+/// "260.1K", "109.5M", "1.10B".
+std::string humanCount(uint64_t n) {
+  char text[32];
+  double v = static_cast<double>(n);
+  if (v >= 1e9)
+    std::snprintf(text, sizeof text, "%.2fB", v / 1e9);
+  else if (v >= 1e6)
+    std::snprintf(text, sizeof text, "%.1fM", v / 1e6);
+  else
+    std::snprintf(text, sizeof text, "%.1fK", v / 1e3);
+  return text;
+}
+
+/// "5.0 KiB", "417.9 MiB", "4.10 GiB".
+std::string humanBytes(uint64_t n) {
+  char text[32];
+  double v = static_cast<double>(n);
+  if (v >= 1024.0 * 1024 * 1024)
+    std::snprintf(text, sizeof text, "%.2f GiB", v / (1024.0 * 1024 * 1024));
+  else if (v >= 1024.0 * 1024)
+    std::snprintf(text, sizeof text, "%.1f MiB", v / (1024.0 * 1024));
+  else
+    std::snprintf(text, sizeof text, "%.1f KiB", v / 1024.0);
+  return text;
+}
+
+/// Runs `write` to make `path`; removes a half-written file when it throws.
+template <typename Write>
+uint64_t writeOrRemove(const std::string &path, Write write) {
+  try {
+    return write();
+  } catch (...) {
+    std::remove(path.c_str());
+    throw;
+  }
+}
+
+/// Writes a synthetic model (and, for llama2.c, its tokenizer.bin beside
+/// it) and says what was written.
+int makeModel(const MakeModelOptions &o) {
+  formats::SyntheticModelSpec spec{formats::syntheticConfig(o.config), o.seed};
+  bool llama2c = o.format == "llama2c";
+  if (llama2c && o.dtype != "f32")
+    throw std::runtime_error("llama2.c checkpoints are float32; use --format "
+                             "gguf for --dtype " +
+                             o.dtype);
+  formats::ElementType type =
+      o.dtype == "f16" ? formats::ElementType::F16 : formats::ElementType::F32;
+  uint64_t bytes = writeOrRemove(o.output, [&] {
+    return llama2c ? formats::writeSyntheticLlama2c(spec, o.output)
+                   : formats::writeSyntheticGGUF(spec, o.output, type);
+  });
+
+  const formats::ModelConfig &c = spec.config;
+  std::printf("wrote %s: %s, %s, %s\n", o.output.c_str(),
+              llama2c ? "llama2.c checkpoint (legacy)" : "GGUF v3",
+              o.dtype.c_str(), humanBytes(bytes).c_str());
+  std::printf("  config      %s: dim %lld, hidden %lld, %lld layers, %lld "
+              "heads (%lld kv), vocab %lld, context %lld, %s classifier\n",
+              o.config.c_str(), (long long)c.dim, (long long)c.hiddenDim,
+              (long long)c.numLayers, (long long)c.numHeads,
+              (long long)c.numKvHeads, (long long)c.vocabSize,
+              (long long)c.contextLength, c.tiedClassifier ? "tied" : "untied");
+  uint64_t parameters = formats::syntheticParameterCount(c);
+  std::printf("  parameters  %s (%llu), N(0, %g) weights from seed %llu\n",
+              humanCount(parameters).c_str(), (unsigned long long)parameters,
+              formats::kSyntheticWeightStddev, (unsigned long long)o.seed);
+  if (!llama2c)
+    return 0;
+
+  // llama2.c keeps the vocabulary in a file of its own.
+  std::string tokenizerPath = o.output + ".tokenizer.bin";
+  uint64_t tokenizerBytes = writeOrRemove(tokenizerPath, [&] {
+    return formats::writeLlama2cTokenizer(
+        formats::syntheticVocabulary(c.vocabSize, " "), tokenizerPath);
+  });
+  std::printf("wrote %s: llama2.c tokenizer, %lld tokens, %s\n",
+              tokenizerPath.c_str(), (long long)c.vocabSize,
+              humanBytes(tokenizerBytes).c_str());
+  std::printf("  run it with --tokenizer %s\n", tokenizerPath.c_str());
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -308,6 +474,55 @@ int main(int argc, char **argv) {
   runCmd->add_option("--fusion-rules", runOptions.fusionRules,
                      "After --fusion (if given), apply the user fusion rules "
                      "of this .pdll or PDL .mlir file");
+  runCmd->add_flag("--interpret", runOptions.interpret,
+                   "Run the IR in the reference interpreter instead of "
+                   "compiling (implied by .mlir, --fusion, --fusion-rules)");
+  runCmd->add_option("--target", runOptions.target,
+                     "Target to compile a model file for (default native)");
+  runCmd
+      ->add_option("--dtype", runOptions.dtype,
+                   "Packed weight type when compiling: f32, f16, bf16")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  runCmd
+      ->add_option("--threads", runOptions.threads,
+                   "Threads for a compiled model (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+
+  CompileOptions compileOptions;
+  CLI::App *compileCmd = app.add_subcommand(
+      "compile", "Compile a model into an executable artifact");
+  compileCmd
+      ->add_option("model", compileOptions.model, "Model file or directory")
+      ->required();
+  compileCmd->add_option("-o,--output", compileOptions.output, "Artifact file")
+      ->required();
+  compileCmd->add_option("--target", compileOptions.target,
+                         "native (default), portable, avx2, avx512[+bf16], "
+                         "with ,key=value overrides (docs/targets.md)");
+  compileCmd
+      ->add_option("--dtype", compileOptions.dtype,
+                   "Packed weight type: f32 (default), f16, bf16")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  compileCmd->add_option("--tokenizer", compileOptions.tokenizer,
+                         "Tokenizer to store (default: the model's)");
+  compileCmd->add_option("--fusion-rules", compileOptions.fusionRules,
+                         "User fusion rules (.pdll or PDL .mlir)");
+  compileCmd->add_flag("--explain-fusion", compileOptions.explainFusion,
+                       "A remark for every fusion candidate not fused");
+  compileCmd->add_option("--tuning-file", compileOptions.tuningFile,
+                         "Tile overrides (docs/passes/tiling.md)");
+  compileCmd
+      ->add_option("--max-tokens", compileOptions.maxTokens,
+                   "Most tokens per step (default 512)")
+      ->check(CLI::PositiveNumber);
+  compileCmd
+      ->add_option("--context", compileOptions.context,
+                   "KV cache positions (default: the model's)")
+      ->check(CLI::PositiveNumber);
+  compileCmd->add_flag(
+      "--no-cache", [&](int64_t) { compileOptions.useCache = false; },
+      "Compile even if the cache has this artifact");
+  compileCmd->add_flag("-q,--quiet", compileOptions.quiet, "No progress");
 
   std::string importModelPath, importOutput = "-";
   CLI::App *importCmd =
@@ -342,11 +557,36 @@ int main(int argc, char **argv) {
                          "Print only this target (native, avx2, "
                          "cuda:sm_90,smem=100KiB, ...) and its canonical spec");
 
+  MakeModelOptions makeModelOptions;
+  CLI::App *makeModelCmd = app.add_subcommand(
+      "make-model", "Write a synthetic Llama with random weights (for demos "
+                    "and benchmarks)");
+  makeModelCmd
+      ->add_option("--config", makeModelOptions.config,
+                   "Shape: llama-110m, llama-1b or tiny")
+      ->required()
+      ->check(CLI::IsMember(formats::syntheticConfigNames()));
+  makeModelCmd->add_option("--seed", makeModelOptions.seed,
+                           "Seed of the weights (default 0)");
+  makeModelCmd
+      ->add_option("--format", makeModelOptions.format,
+                   "gguf (default; holds its vocabulary) or llama2c (writes "
+                   "FILE.tokenizer.bin beside it)")
+      ->check(CLI::IsMember({"gguf", "llama2c"}));
+  makeModelCmd
+      ->add_option("--dtype", makeModelOptions.dtype,
+                   "Weight type: f32 (default) or f16 (GGUF only)")
+      ->check(CLI::IsMember({"f32", "f16"}));
+  makeModelCmd->add_option("-o,--output", makeModelOptions.output, "Model file")
+      ->required();
+
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (*runCmd)
       return run(runOptions);
+    if (*compileCmd)
+      return compile(compileOptions);
     if (*importCmd)
       return import(importModelPath, importOutput);
     if (*inspectCmd)
@@ -355,6 +595,8 @@ int main(int argc, char **argv) {
       return tokenize(tokenizerPath, text, noBos);
     if (*targetsCmd)
       return targets(targetSpec);
+    if (*makeModelCmd)
+      return makeModel(makeModelOptions);
   } catch (const std::exception &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "kiln: error: %s\n", e.what());

@@ -1,0 +1,57 @@
+//===- CompileStep.h - From a planned module to a step library --*- C++ -*-===//
+//
+// Part of Kiln. The code generation half of `kiln compile`: given a module
+// that went through --kiln-pipeline, packs its weights, emits the kernels
+// and the step for the target, and compiles them into a shared library.
+// Packing the result into an artifact is the caller's (tools/kiln).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_COMPILESTEP_H
+#define KILN_CODEGEN_COMPILESTEP_H
+
+#include "codegen/StepEmitter.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+struct CompileStepOptions {
+  target::TargetDescription target;
+  PackedType weightType = PackedType::F32;
+  /// Where sources, objects, the library and the packed weights go.
+  std::string workDir;
+  /// Compiler processes at once (0: one per hardware thread).
+  unsigned jobs = 0;
+  /// Called at each stage ("packing weights", "compiling 12 kernels").
+  std::function<void(const std::string &)> progress;
+};
+
+struct CompiledStep {
+  std::string libraryPath;
+  std::string weightsPath;
+  int64_t weightsBytes = 0;
+  /// Every source the library was built from (kernels, step, headers).
+  std::vector<SourceFile> sources;
+  int64_t arenaBytes = 0;
+  int64_t maxTokens = 0;
+  std::vector<std::string> kernelSummaries;
+  std::vector<std::string> weightEntries;
+  double emitSeconds = 0, compileSeconds = 0;
+};
+
+/// The step function of `module` (the one with kiln.step); throws if none.
+mlir::func::FuncOp getStepFunction(mlir::ModuleOp module);
+
+/// Compiles `module`'s step. Throws std::runtime_error naming the op, file or
+/// tool on any failure.
+CompiledStep compileStep(mlir::ModuleOp module, WeightProvider &weights,
+                         const CompileStepOptions &options);
+
+} // namespace kiln::codegen
+
+#endif // KILN_CODEGEN_COMPILESTEP_H

@@ -1,0 +1,142 @@
+//===- WeightPacker.cpp - Weights in the layout kernels read --------------===//
+//
+// Part of Kiln. See WeightPacker.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/WeightPacker.h"
+
+#include "frontends/formats/ElementType.h"
+#include "ir/KilnOps.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <stdexcept>
+
+using namespace mlir;
+
+namespace kiln::codegen {
+
+llvm::StringRef packedTypeName(PackedType type) {
+  switch (type) {
+  case PackedType::F32:
+    return "f32";
+  case PackedType::F16:
+    return "f16";
+  case PackedType::BF16:
+    return "bf16";
+  }
+  return "?";
+}
+
+int64_t packedTypeBytes(PackedType type) {
+  return type == PackedType::F32 ? 4 : 2;
+}
+
+WeightPacker::WeightPacker(WeightProvider &provider, const std::string &path)
+    : provider(provider), out(path, std::ios::binary | std::ios::trunc),
+      path(path) {
+  if (!out)
+    throw std::runtime_error("cannot write the packed weights to '" + path +
+                             "'");
+}
+
+std::vector<float> WeightPacker::read(Value weight, std::string &name) {
+  auto type = cast<RankedTensorType>(weight.getType());
+  if (auto op = weight.getDefiningOp<WeightOp>()) {
+    name = op.getName().str();
+    const float *data = provider.getWeight(name, type);
+    return std::vector<float>(data, data + type.getNumElements());
+  }
+  if (auto concat = weight.getDefiningOp<ConcatOp>();
+      concat && concat.getAxis() == 0) {
+    std::vector<float> all;
+    for (Value piece : concat.getInputs()) {
+      std::string pieceName;
+      std::vector<float> part = read(piece, pieceName);
+      all.insert(all.end(), part.begin(), part.end());
+      name += (name.empty() ? "" : "+") + pieceName;
+    }
+    return all;
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (Operation *op = weight.getDefiningOp())
+    os << op->getName() << " at " << op->getLoc();
+  else
+    os << "a block argument";
+  throw std::runtime_error("codegen: a weight operand must be a kiln.weight "
+                           "or a kiln.concat of weights along axis 0, got " +
+                           text);
+}
+
+int64_t WeightPacker::append(const void *data, int64_t bytes) {
+  // Every entry starts on a cache line (and so is vector-aligned).
+  static const char zeros[64] = {};
+  int64_t pad = (64 - size % 64) % 64;
+  out.write(zeros, pad);
+  size += pad;
+  int64_t offset = size;
+  out.write(static_cast<const char *>(data), bytes);
+  size += bytes;
+  if (!out)
+    throw std::runtime_error("writing the packed weights to '" + path +
+                             "' failed");
+  return offset;
+}
+
+int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type) {
+  auto shape = cast<RankedTensorType>(weight.getType()).getShape();
+  int64_t n = shape[0], k = shape[1];
+  std::string name;
+  std::vector<float> w = read(weight, name);
+  std::string key =
+      (name + "|panels" + llvm::Twine(nr) + "|" + packedTypeName(type)).str();
+  if (auto it = packed.find(key); it != packed.end())
+    return it->second;
+  int64_t panels = (n + nr - 1) / nr;
+  std::vector<float> panel(panels * k * nr, 0.0f);
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t r = 0; r < nr && p * nr + r < n; ++r)
+        panel[(p * k + kk) * nr + r] = w[(p * nr + r) * k + kk];
+  int64_t offset;
+  if (type == PackedType::F32) {
+    offset = append(panel.data(), int64_t(panel.size()) * 4);
+  } else {
+    std::vector<uint16_t> narrow(panel.size());
+    for (size_t i = 0; i < panel.size(); ++i)
+      narrow[i] = type == PackedType::F16 ? formats::floatToHalf(panel[i])
+                                          : formats::floatToBf16(panel[i]);
+    offset = append(narrow.data(), int64_t(narrow.size()) * 2);
+  }
+  packed[key] = offset;
+  described.push_back((name + ": [" + llvm::Twine(n) + ", " + llvm::Twine(k) +
+                       "] in panels of " + llvm::Twine(nr) + " rows, " +
+                       packedTypeName(type) + ", at " + llvm::Twine(offset))
+                          .str());
+  return offset;
+}
+
+int64_t WeightPacker::packPlain(Value weight) {
+  std::string name;
+  std::vector<float> w = read(weight, name);
+  std::string key = name + "|plain";
+  if (auto it = packed.find(key); it != packed.end())
+    return it->second;
+  int64_t offset = append(w.data(), int64_t(w.size()) * 4);
+  packed[key] = offset;
+  described.push_back(
+      (name + ": row-major f32, at " + llvm::Twine(offset)).str());
+  return offset;
+}
+
+int64_t WeightPacker::finish() {
+  out.close();
+  if (!out)
+    throw std::runtime_error("closing the packed weights '" + path +
+                             "' failed");
+  return size;
+}
+
+} // namespace kiln::codegen
