@@ -129,6 +129,20 @@ void CompiledModel::reset() {
   std::fill(values.begin(), values.end(), 0.0f);
 }
 
+void CompiledModel::setProfiling(bool enabled) {
+  profiling = enabled;
+  if (enabled && callSeconds.empty())
+    callSeconds.assign(library.callNames().size(), 0.0);
+}
+
+std::vector<CompiledModel::ProfileEntry> CompiledModel::profile() const {
+  std::vector<std::string> names = library.callNames();
+  std::vector<ProfileEntry> entries;
+  for (size_t i = 0; i < names.size() && i < callSeconds.size(); ++i)
+    entries.push_back({names[i], callSeconds[i]});
+  return entries;
+}
+
 std::vector<float> CompiledModel::step(const StepBatch &batch) {
   StepLimits limits;
   limits.vocabSize = int32_t(info.vocabSize);
@@ -165,6 +179,7 @@ void CompiledModel::runChunk(const StepBatch &batch, size_t begin, size_t end,
   args.arena = static_cast<uint8_t *>(arena);
   args.cache = &cache;
   args.parallel = &parallel;
+  args.call_seconds = profiling ? callSeconds.data() : nullptr;
   if (int32_t status = library.step(args); status != 0)
     throw std::runtime_error(file.path() + ": the step failed with status " +
                              std::to_string(status));

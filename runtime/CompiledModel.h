@@ -68,6 +68,16 @@ public:
   /// Forgets every sequence (the cache is overwritten as positions refill).
   void reset();
 
+  /// Profiling: while enabled, every step adds each kernel call's time to
+  /// profile() (one entry per call of the step, named as the library names
+  /// them).
+  void setProfiling(bool enabled);
+  struct ProfileEntry {
+    std::string call;
+    double seconds = 0;
+  };
+  std::vector<ProfileEntry> profile() const;
+
 private:
   CompiledModel(Artifact file, StepLibrary library, ArtifactManifest info,
                 const CompiledModelOptions &options);
@@ -82,6 +92,8 @@ private:
   void *arena = nullptr;
   std::vector<float> keys, values;
   kiln_kv_cache cache;
+  bool profiling = false;
+  std::vector<double> callSeconds;
 };
 
 } // namespace kiln::runtime

@@ -65,12 +65,19 @@ typedef struct kiln_step_args {
                                 64-byte aligned */
   kiln_kv_cache *cache;
   const kiln_parallel *parallel;
+  /* Optional profile: when non-null, kiln_step adds the wall time of its
+   * i-th kernel call to call_seconds[i], for i < kiln_step_call_count(). */
+  double *call_seconds;
 } kiln_step_args;
 
 /* Entry points every compiled step library exports. kiln_step returns 0 on
  * success; T must not exceed the manifest's max_tokens. */
 int32_t kiln_step_abi_version(void);
 int32_t kiln_step(const kiln_step_args *args);
+/* The kernel calls of a step, for profiles: how many, and what the i-th is
+ * ("k03_gemm: kiln.fused_matmul at loc(...)"). */
+int32_t kiln_step_call_count(void);
+const char *kiln_step_call_name(int32_t i);
 
 #ifdef __cplusplus
 }

@@ -204,4 +204,17 @@ StepLibrary &StepLibrary::operator=(StepLibrary &&other) noexcept {
   return *this;
 }
 
+std::vector<std::string> StepLibrary::callNames() const {
+  using CountFn = int32_t (*)();
+  using NameFn = const char *(*)(int32_t);
+  auto count = reinterpret_cast<CountFn>(dlsym(handle, "kiln_step_call_count"));
+  auto name = reinterpret_cast<NameFn>(dlsym(handle, "kiln_step_call_name"));
+  std::vector<std::string> names;
+  if (!count || !name)
+    return names;
+  for (int32_t i = 0, n = count(); i < n; ++i)
+    names.push_back(name(i));
+  return names;
+}
+
 } // namespace kiln::runtime

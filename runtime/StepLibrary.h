@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln::runtime {
 
@@ -48,6 +49,10 @@ public:
   StepFn stepFunction() const { return stepFn; }
   /// What the library's kiln_step_abi_version() returned.
   int32_t abiVersion() const { return version; }
+
+  /// The names of the step's kernel calls (kiln_step_call_name), in order:
+  /// the rows of a profile (kiln_step_args::call_seconds).
+  std::vector<std::string> callNames() const;
 
 private:
   StepLibrary(void *handle, StepFn stepFn, int32_t version)

@@ -123,6 +123,7 @@ private:
   void emitRope(RopeOp op);
   void emitOp(Operation *op);
   void call(Operation *op, const std::string &statement);
+  std::string callTable() const;
 
   target::TargetDescription target;
   WeightPacker *packer = nullptr;
@@ -135,6 +136,7 @@ private:
   std::vector<Kernel> kernels;
   llvm::StringMap<size_t> kernelByBody;
   std::string calls;
+  std::vector<std::string> callNames;
 };
 
 //===----------------------------------------------------------------------===//
@@ -214,7 +216,12 @@ std::string CpuStepEmitter::useKernel(const std::string &kind,
 
 void CpuStepEmitter::call(Operation *op, const std::string &statement) {
   std::string where = describe(op);
-  calls += "  // " + where + "\n  " + statement + "\n";
+  std::string kernel = statement.substr(statement.find("kiln_gen::") + 10);
+  kernel = kernel.substr(0, kernel.find('('));
+  std::string index = str(int64_t(callNames.size()));
+  callNames.push_back(kernel + ": " + where);
+  calls +=
+      "  // " + where + "\n  KILN_CALL(" + index + ", " + statement + ")\n";
 }
 
 /// The tile sizes of `phase` of `op`'s kiln.tiles; throws if absent.
@@ -503,6 +510,27 @@ void CpuStepEmitter::emitOp(Operation *op) {
       });
 }
 
+/// kiln_step_call_count / kiln_step_call_name: the profile's row names.
+std::string CpuStepEmitter::callTable() const {
+  std::string text = "static const char *const kCallNames[] = {\n";
+  for (const std::string &name : callNames) {
+    std::string escaped;
+    for (char c : name) {
+      if (c == '"' || c == '\\')
+        escaped += '\\';
+      escaped += c == '\n' ? ' ' : c;
+    }
+    text += "    \"" + escaped + "\",\n";
+  }
+  text += "};\n\nextern \"C\" int32_t kiln_step_call_count(void) {\n"
+          "  return " +
+          str(int64_t(callNames.size())) +
+          ";\n}\n\nextern \"C\" const char *kiln_step_call_name(int32_t "
+          "i) {\n  return i >= 0 && i < " +
+          str(int64_t(callNames.size())) + " ? kCallNames[i] : \"\";\n}\n\n";
+  return text;
+}
+
 EmittedStep CpuStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
                                  const EmitOptions &options) {
   this->packer = &packer;
@@ -564,7 +592,18 @@ EmittedStep CpuStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
       declarations +
       "} // namespace kiln_gen\n\n"
       "extern \"C\" int32_t kiln_step_abi_version(void) {\n"
-      "  return KILN_STEP_ABI_VERSION;\n}\n\n"
+      "  return KILN_STEP_ABI_VERSION;\n}\n\n" +
+      callTable() +
+      "// Runs one kernel call, timing it when the caller asks for a "
+      "profile.\n"
+      "#define KILN_CALL(index, ...)                                  \\\n"
+      "  if (a->call_seconds) {                                       \\\n"
+      "    double start = kiln_gen::now();                            \\\n"
+      "    __VA_ARGS__                                                \\\n"
+      "    a->call_seconds[index] += kiln_gen::now() - start;         \\\n"
+      "  } else {                                                     \\\n"
+      "    __VA_ARGS__                                                \\\n"
+      "  }\n\n"
       "extern \"C\" int32_t kiln_step(const kiln_step_args *a) {\n"
       "  if (a->tokens < 1 || a->tokens > " +
       str(maxTokens) +

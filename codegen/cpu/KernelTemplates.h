@@ -28,6 +28,7 @@ inline constexpr const char *kSupportHeader =
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 namespace kiln_gen {
 
@@ -75,6 +76,13 @@ inline float gelu_tanh(float x) {
 }
 inline float relu(float x) { return x > 0.0f ? x : 0.0f; }
 inline float identity(float x) { return x; }
+
+// Seconds on a monotonic clock, for profiles.
+inline double now() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 // Runs fn(ctx, begin, end) over [0, n) on the runtime's thread pool.
 inline void parallel(const kiln_step_args *a, int64_t n, kiln_task_fn fn,
