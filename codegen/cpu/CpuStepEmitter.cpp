@@ -349,17 +349,19 @@ void CpuStepEmitter::emitAttention(AttentionOp op) {
       {{"H", str(query.getDimSize(1))},
        {"HKV", str(cache.getNumKvHeads())},
        {"D", str(cache.getHeadDim())},
-       {"LAYER", str(op.getLayer())},
        {"KV", str(kv)},
        {"WINDOW", str(op.getWindow() ? int64_t(*op.getWindow()) : 0)},
        {"SCALE", floatLiteral(float(op.getScale().convertToDouble()))}});
   std::string name = useKernel(
       "attention", body,
-      "void $NAME(const kiln_step_args *a, const float *q, float *y);", op,
+      "void $NAME(const kiln_step_args *a, int64_t layer, const float *q, "
+      "float *y);",
+      op,
       "query " + typeString(query) + ", layer " + str(op.getLayer()) + "; " +
           tilesSummary(op));
-  call(op, "kiln_gen::" + name + "(a, " + pointer(op.getQuery(), op) + ", " +
-               pointer(op.getResult(), op) + ");");
+  call(op, "kiln_gen::" + name + "(a, " + str(op.getLayer()) + ", " +
+               pointer(op.getQuery(), op) + ", " + pointer(op.getResult(), op) +
+               ");");
 }
 
 void CpuStepEmitter::emitRope(RopeOp op) {
@@ -467,14 +469,14 @@ void CpuStepEmitter::emitOp(Operation *op) {
                               typeString(cache.getElementType()));
         std::string name = useKernel(
             "kv_append",
-            substitute(kKVAppendKernel, {{"LAYER", str(o.getLayer())},
-                                         {"HKV", str(cache.getNumKvHeads())},
+            substitute(kKVAppendKernel, {{"HKV", str(cache.getNumKvHeads())},
                                          {"D", str(cache.getHeadDim())}}),
-            "void $NAME(const kiln_step_args *a, const float *keys, const "
-            "float *values);",
+            "void $NAME(const kiln_step_args *a, int64_t layer, const float "
+            "*keys, const float *values);",
             op, "layer " + str(o.getLayer()));
-        call(op, "kiln_gen::" + name + "(a, " + pointer(o.getKeys(), op) +
-                     ", " + pointer(o.getValues(), op) + ");");
+        call(op, "kiln_gen::" + name + "(a, " + str(o.getLayer()) + ", " +
+                     pointer(o.getKeys(), op) + ", " +
+                     pointer(o.getValues(), op) + ");");
       })
       .Case([&](GatherRowsOp o) {
         RankedTensorType input = o.getInput().getType();

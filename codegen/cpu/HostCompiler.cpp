@@ -24,12 +24,14 @@ std::string findHostCompiler() {
     throw std::runtime_error(std::string("$CXX is '") + cxx +
                              "', which is not an executable compiler");
   }
-  for (const char *name : {"c++", "clang++", "g++"})
+  // clang++-19 is what Kiln itself is built with (scripts/setup).
+  for (const char *name : {"c++", "clang++", "g++", "clang++-19"})
     if (auto path = llvm::sys::findProgramByName(name))
       return *path;
   throw std::runtime_error(
       "no C++ compiler found to compile the generated kernels: set $CXX or "
-      "install one (c++, clang++ or g++ on PATH; Debian: apt install g++)");
+      "install one (c++, clang++, g++ or clang++-19 on PATH; Debian: apt "
+      "install g++)");
 }
 
 std::vector<std::string> targetFlags(const target::TargetDescription &target) {
@@ -57,6 +59,29 @@ std::vector<std::string> targetFlags(const target::TargetDescription &target) {
     break;
   }
   return flags;
+}
+
+std::vector<std::string>
+requiredCpuFeatures(const target::TargetDescription &target) {
+  const target::CpuTarget &cpu = target.cpu();
+  std::vector<std::string> features;
+  if (cpu.isa == target::CpuIsa::AVX2 || cpu.isa == target::CpuIsa::AVX512)
+    features = {"avx2", "fma", "f16c"};
+  if (cpu.isa == target::CpuIsa::AVX512) {
+    for (const char *f : {"avx512f", "avx512bw", "avx512vl", "avx512dq"})
+      features.push_back(f);
+    if (cpu.avx512bf16)
+      features.push_back("avx512bf16");
+    if (cpu.avx512vnni)
+      features.push_back("avx512vnni");
+  }
+  if (cpu.isa == target::CpuIsa::Portable) {
+    if (cpu.fma)
+      features.push_back("fma");
+    if (cpu.f16c)
+      features.push_back("f16c");
+  }
+  return features;
 }
 
 namespace {

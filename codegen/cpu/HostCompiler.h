@@ -1,9 +1,9 @@
 //===- HostCompiler.h - Compile generated C++ into a library ----*- C++ -*-===//
 //
 // Part of Kiln. Generated CPU kernels are compiled by the host's C++
-// compiler: $CXX if set, else the first of c++, clang++ and g++ on PATH. Each
-// source compiles to an object in parallel (one job per core), then one link
-// makes the shared library the artifact carries.
+// compiler: $CXX if set, else the first of c++, clang++, g++ and clang++-19
+// on PATH. Each source compiles to an object in parallel (one job per core),
+// then one link makes the shared library the artifact carries.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +22,12 @@ std::string findHostCompiler();
 
 /// The -m flags that let the compiler use `target`'s ISA, and no more.
 std::vector<std::string> targetFlags(const target::TargetDescription &target);
+
+/// The CPU features code compiled with targetFlags(target) needs, named as
+/// runtime/CpuFeatures.h names them (the artifact manifest's list, which the
+/// runtime checks before loading the code).
+std::vector<std::string>
+requiredCpuFeatures(const target::TargetDescription &target);
 
 /// Compiles `sources` (paths; headers beside them) into the shared library
 /// `output` with `jobs` compilers at once. Throws with the compiler's

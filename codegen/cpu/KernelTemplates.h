@@ -171,7 +171,9 @@ inline void block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
         b2[j] = vload(w2 + k * NR + j * V);
     }
     for (int i = 0; i < M; ++i) {
-      vfloat xi = vsplat(x[i * K + k]);
+      // A scalar times a vector broadcasts: one vbroadcastss (or an
+      // embedded {1toV} broadcast) per row and step.
+      float xi = x[i * K + k];
       for (int j = 0; j < NV; ++j) {
         acc[i][j] += xi * b[j];
         if (SWIGLU)
@@ -280,13 +282,33 @@ namespace kiln_gen {
 namespace {
 
 constexpr int64_t H = $H, HKV = $HKV, D = $D, GROUP = H / HKV;
-constexpr int64_t LAYER = $LAYER;
 constexpr int64_t KV_BLOCK = $KV; // cached positions per block
 constexpr int64_t WINDOW = $WINDOW; // 0: none
 constexpr float SCALE = $SCALE;
 
+// q · k over one head: in vectors when the head size allows (the sum's
+// order then differs from the interpreter's by rounding only).
+inline float dot(const float *a, const float *b) {
+  if constexpr (D % V == 0) {
+    vfloat sum = vfloat{};
+    for (int64_t i = 0; i < D; i += V)
+      sum += vload(a + i) * vload(b + i);
+    float lanes[V], total = 0.0f;
+    vstore(lanes, sum);
+    for (int i = 0; i < V; ++i)
+      total += lanes[i];
+    return total;
+  } else {
+    float total = 0.0f;
+    for (int64_t i = 0; i < D; ++i)
+      total += a[i] * b[i];
+    return total;
+  }
+}
+
 struct Args {
   const kiln_step_args *a;
+  int64_t layer;
   const float *q; // [T, H, D]
   float *y;       // [T, H, D]
 };
@@ -299,8 +321,8 @@ void task(void *ctx, int64_t begin, int64_t end) {
     int64_t pos = g.a->positions[t];
     int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
     const float *q = g.q + (t * H + h) * D;
-    int64_t base = LAYER * c->layer_stride + g.a->seq_ids[t] * c->seq_stride +
-                   kvh * D;
+    int64_t base = g.layer * c->layer_stride +
+                   g.a->seq_ids[t] * c->seq_stride + kvh * D;
     const float *keys = static_cast<const float *>(c->keys) + base;
     const float *values = static_cast<const float *>(c->values) + base;
     float m = -INFINITY, l = 0.0f, acc[D], score[KV_BLOCK];
@@ -310,11 +332,7 @@ void task(void *ctx, int64_t begin, int64_t end) {
       int64_t s1 = s0 + KV_BLOCK <= pos + 1 ? s0 + KV_BLOCK : pos + 1;
       float blockMax = -INFINITY;
       for (int64_t s = s0; s < s1; ++s) {
-        const float *k = keys + s * c->position_stride;
-        float dot = 0.0f;
-        for (int64_t i = 0; i < D; ++i)
-          dot += q[i] * k[i];
-        score[s - s0] = dot * SCALE;
+        score[s - s0] = dot(q, keys + s * c->position_stride) * SCALE;
         blockMax = score[s - s0] > blockMax ? score[s - s0] : blockMax;
       }
       // Online softmax: rescale what was summed so far to the new maximum.
@@ -340,8 +358,8 @@ void task(void *ctx, int64_t begin, int64_t end) {
 
 } // namespace
 
-void $NAME(const kiln_step_args *a, const float *q, float *y) {
-  Args g{a, q, y};
+void $NAME(const kiln_step_args *a, int64_t layer, const float *q, float *y) {
+  Args g{a, layer, q, y};
   parallel(a, a->tokens * H, task, &g);
 }
 
@@ -436,11 +454,12 @@ namespace kiln_gen {
 
 // Keys and values [T, HKV, D] of this step's tokens into the cache at
 // (layer, seq_ids[t], positions[t]).
-void $NAME(const kiln_step_args *a, const float *keys, const float *values) {
-  constexpr int64_t LAYER = $LAYER, ROW = $HKV * $D;
+void $NAME(const kiln_step_args *a, int64_t layer, const float *keys,
+           const float *values) {
+  constexpr int64_t ROW = $HKV * $D;
   const kiln_kv_cache *c = a->cache;
   for (int64_t t = 0; t < a->tokens; ++t) {
-    int64_t at = LAYER * c->layer_stride + a->seq_ids[t] * c->seq_stride +
+    int64_t at = layer * c->layer_stride + a->seq_ids[t] * c->seq_stride +
                  a->positions[t] * c->position_stride;
     memcpy(static_cast<float *>(c->keys) + at, keys + t * ROW,
            ROW * sizeof(float));

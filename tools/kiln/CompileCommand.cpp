@@ -9,6 +9,7 @@
 #include "tools/kiln/LoadedModel.h"
 
 #include "codegen/CompileStep.h"
+#include "codegen/cpu/HostCompiler.h"
 #include "ir/KilnOps.h"
 #include "passes/FusionDiagnostics.h"
 #include "passes/Pipelines.h"
@@ -72,29 +73,6 @@ codegen::PackedType packedType(const std::string &dtype) {
     return codegen::PackedType::BF16;
   throw std::runtime_error("--dtype must be f32, f16 or bf16, not '" + dtype +
                            "'");
-}
-
-/// The CPU features (runtime/CpuFeatures.h names) code for `target` uses.
-std::vector<std::string> requiredFeatures(const target::TargetDescription &t) {
-  const target::CpuTarget &cpu = t.cpu();
-  std::vector<std::string> features;
-  if (cpu.isa == target::CpuIsa::AVX2 || cpu.isa == target::CpuIsa::AVX512)
-    features = {"avx2", "fma", "f16c"};
-  if (cpu.isa == target::CpuIsa::AVX512) {
-    for (const char *f : {"avx512f", "avx512bw", "avx512vl", "avx512dq"})
-      features.push_back(f);
-    if (cpu.avx512bf16)
-      features.push_back("avx512bf16");
-    if (cpu.avx512vnni)
-      features.push_back("avx512vnni");
-  }
-  if (cpu.isa == target::CpuIsa::Portable) {
-    if (cpu.fma)
-      features.push_back("fma");
-    if (cpu.f16c)
-      features.push_back("f16c");
-  }
-  return features;
 }
 
 std::string readFile(const std::string &path) {
@@ -219,7 +197,8 @@ void compileUncached(const CompileOptions &o,
         {"context_length", context},
         {"stops_at_eos", model.stopsAtEos}}},
       {"target",
-       {{"spec", target.spec()}, {"cpu_features", requiredFeatures(target)}}},
+       {{"spec", target.spec()},
+        {"cpu_features", codegen::requiredCpuFeatures(target)}}},
       {"weights",
        {{"type", o.dtype},
         {"bytes", compiled.weightsBytes},

@@ -7,10 +7,13 @@
 //   kiln tokenize TEXT   print token ids
 //   kiln targets         print the native and the named compilation targets
 //   kiln make-model      write a synthetic Llama with random weights
+//   kiln bench ARTIFACT  time prefill and decode against measured limits
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/kiln/BenchCommand.h"
 #include "tools/kiln/CompileCommand.h"
+#include "tools/kiln/DemoCommand.h"
 #include "tools/kiln/LoadedModel.h"
 
 #include "frontends/formats/SyntheticModel.h"
@@ -488,6 +491,24 @@ int main(int argc, char **argv) {
                    "Threads for a compiled model (default: all cores)")
       ->check(CLI::NonNegativeNumber);
 
+  DemoOptions demoOptions;
+  CLI::App *demoCmd = app.add_subcommand(
+      "demo", "Make a synthetic model, compile it, generate and benchmark");
+  demoCmd
+      ->add_option("--config", demoOptions.config,
+                   "Synthetic model shape: llama-110m (default), llama-1b, "
+                   "tiny")
+      ->check(CLI::IsMember(formats::syntheticConfigNames()));
+  demoCmd->add_option("--dir", demoOptions.dir,
+                      "Where the model, artifact and kernels go (default "
+                      "kiln-demo)");
+  demoCmd->add_option("--target", demoOptions.target,
+                      "Target (default native)");
+  demoCmd
+      ->add_option("--threads", demoOptions.threads,
+                   "Threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+
   CompileOptions compileOptions;
   CLI::App *compileCmd = app.add_subcommand(
       "compile", "Compile a model into an executable artifact");
@@ -580,6 +601,43 @@ int main(int argc, char **argv) {
   makeModelCmd->add_option("-o,--output", makeModelOptions.output, "Model file")
       ->required();
 
+  BenchOptions benchOptions;
+  CLI::App *benchCmd = app.add_subcommand(
+      "bench", "Time prefill and decode of an artifact against the machine's "
+               "measured bandwidth and FMA peak (bench/README.md)");
+  benchCmd->add_option("artifact", benchOptions.artifact, "Artifact file")
+      ->required();
+  benchCmd
+      ->add_option("--prompt-tokens", benchOptions.promptTokens,
+                   "Prompt lengths to prefill (default 128,512)")
+      ->delimiter(',');
+  benchCmd
+      ->add_option("--gen-tokens", benchOptions.genTokens,
+                   "Tokens to decode (default 128)")
+      ->check(CLI::PositiveNumber);
+  benchCmd
+      ->add_option("--threads", benchOptions.threads,
+                   "Thread counts (default: 1 and all cores)")
+      ->delimiter(',');
+  benchCmd
+      ->add_option("--repeat", benchOptions.repeat,
+                   "Timed runs of each, the best is reported (default 3)")
+      ->check(CLI::PositiveNumber);
+  benchCmd->add_option("--seed", benchOptions.seed,
+                       "Seed of the random token ids (default 1)");
+  benchCmd
+      ->add_option_function<int64_t>(
+          "--triad-mib",
+          [&](int64_t mib) { benchOptions.triadArrayBytes = mib << 20; },
+          "MiB of each bandwidth probe array (default: 4x the last-level "
+          "cache in all, at least 256 each)")
+      ->check(CLI::PositiveNumber);
+  benchCmd->add_option("--json", benchOptions.json, "Write every number here");
+  benchCmd->add_option("--plot", benchOptions.plot,
+                       "Draw tokens/s vs threads into this PNG (gnuplot)");
+  benchCmd->add_flag("--profile", benchOptions.profile,
+                     "Add per-kernel time tables for a prefill and a decode");
+
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -587,6 +645,8 @@ int main(int argc, char **argv) {
       return run(runOptions);
     if (*compileCmd)
       return compile(compileOptions);
+    if (*demoCmd)
+      return runDemo(demoOptions);
     if (*importCmd)
       return import(importModelPath, importOutput);
     if (*inspectCmd)
@@ -595,6 +655,12 @@ int main(int argc, char **argv) {
       return tokenize(tokenizerPath, text, noBos);
     if (*targetsCmd)
       return targets(targetSpec);
+    if (*benchCmd) {
+      benchOptions.command = "kiln";
+      for (int i = 1; i < argc; ++i)
+        benchOptions.command += std::string(" ") + argv[i];
+      return runBench(benchOptions);
+    }
     if (*makeModelCmd)
       return makeModel(makeModelOptions);
   } catch (const std::exception &e) {

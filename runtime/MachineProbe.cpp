@@ -1,0 +1,285 @@
+//===- MachineProbe.cpp - What this machine can do, measured --------------===//
+//
+// Part of Kiln. See MachineProbe.h for the method.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/MachineProbe.h"
+
+#include "runtime/CpuFeatures.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KILN_PROBE_X86 1
+#endif
+
+namespace kiln::runtime {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+//===----------------------------------------------------------------------===//
+// Triad
+//===----------------------------------------------------------------------===//
+
+/// Elements per chunk: 256 KiB of each array, big enough that the pool's
+/// per-chunk cost vanishes, small enough to balance two threads or sixty.
+constexpr int64_t kTriadChunk = 64 * 1024;
+
+struct TriadArrays {
+  float *a, *b, *c;
+  float scalar;
+};
+
+void triadInit(void *ctx, int64_t begin, int64_t end) {
+  auto *t = static_cast<TriadArrays *>(ctx);
+  for (int64_t chunk = begin; chunk < end; ++chunk)
+    for (int64_t i = chunk * kTriadChunk; i < (chunk + 1) * kTriadChunk; ++i) {
+      t->a[i] = 0.0f;
+      t->b[i] = 1.0f;
+      t->c[i] = 2.0f;
+    }
+}
+
+void triadRun(void *ctx, int64_t begin, int64_t end) {
+  auto *t = static_cast<TriadArrays *>(ctx);
+  float *__restrict a = t->a;
+  const float *__restrict b = t->b;
+  const float *__restrict c = t->c;
+  const float s = t->scalar;
+  for (int64_t i = begin * kTriadChunk; i < end * kTriadChunk; ++i)
+    a[i] = b[i] + s * c[i];
+}
+
+/// Page-aligned floats, freed on scope exit.
+struct FloatBuffer {
+  explicit FloatBuffer(int64_t count) {
+    size_t bytes = (size_t(count) * sizeof(float) + 4095) / 4096 * 4096;
+    data = static_cast<float *>(std::aligned_alloc(4096, bytes));
+    if (!data)
+      throw std::bad_alloc();
+  }
+  ~FloatBuffer() { std::free(data); }
+  FloatBuffer(const FloatBuffer &) = delete;
+  FloatBuffer &operator=(const FloatBuffer &) = delete;
+  float *data;
+};
+
+//===----------------------------------------------------------------------===//
+// FMA peak
+//===----------------------------------------------------------------------===//
+
+// Read at run time, so the compiler knows neither value. The chains
+// x = x * m + a converge to a / (1 - m) without overflow or denormals.
+volatile float gFmaMultiplier = 0.999999f;
+volatile float gFmaAddend = 1e-6f;
+volatile float gFmaSink = 0.0f;
+
+#ifdef KILN_PROBE_X86
+constexpr int kAvx512Chains = 16;
+__attribute__((target("avx512f"))) float fmaChainsAvx512(int64_t iterations,
+                                                         float m, float a) {
+  __m512 acc[kAvx512Chains];
+  for (int j = 0; j < kAvx512Chains; ++j)
+    acc[j] = _mm512_set1_ps(float(j));
+  const __m512 mv = _mm512_set1_ps(m), av = _mm512_set1_ps(a);
+  for (int64_t it = 0; it < iterations; ++it)
+#pragma clang loop unroll(full)
+    for (int j = 0; j < kAvx512Chains; ++j)
+      acc[j] = _mm512_fmadd_ps(acc[j], mv, av);
+  __m512 sum = acc[0];
+  for (int j = 1; j < kAvx512Chains; ++j)
+    sum = _mm512_add_ps(sum, acc[j]);
+  return _mm512_reduce_add_ps(sum);
+}
+
+constexpr int kAvx2Chains = 12; // of 16 ymm registers, 2 hold m and a
+__attribute__((target("avx2,fma"))) float fmaChainsAvx2(int64_t iterations,
+                                                        float m, float a) {
+  __m256 acc[kAvx2Chains];
+  for (int j = 0; j < kAvx2Chains; ++j)
+    acc[j] = _mm256_set1_ps(float(j));
+  const __m256 mv = _mm256_set1_ps(m), av = _mm256_set1_ps(a);
+  for (int64_t it = 0; it < iterations; ++it)
+#pragma clang loop unroll(full)
+    for (int j = 0; j < kAvx2Chains; ++j)
+      acc[j] = _mm256_fmadd_ps(acc[j], mv, av);
+  __m256 sum = acc[0];
+  for (int j = 1; j < kAvx2Chains; ++j)
+    sum = _mm256_add_ps(sum, acc[j]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  float total = 0;
+  for (float v : lanes)
+    total += v;
+  return total;
+}
+#endif
+
+constexpr int kScalarChains = 8;
+float fmaChainsScalar(int64_t iterations, float m, float a) {
+  float acc[kScalarChains];
+  for (int j = 0; j < kScalarChains; ++j)
+    acc[j] = float(j);
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int j = 0; j < kScalarChains; ++j)
+      acc[j] = acc[j] * m + a;
+  float total = 0;
+  for (float v : acc)
+    total += v;
+  return total;
+}
+
+struct FmaVariant {
+  float (*run)(int64_t iterations, float m, float a);
+  const char *isa;
+  int lanes, chains;
+};
+
+/// Whether the CPU has `feature` and KILN_CPU_FEATURES (if set) allows it:
+/// the override may narrow the choice (to measure an AVX2 peak on an
+/// AVX-512 machine) but never widen it into SIGILL.
+bool usable(const std::vector<std::string> &detected,
+            const std::vector<std::string> &allowed, const char *feature) {
+  auto has = [&](const std::vector<std::string> &list) {
+    return std::find(list.begin(), list.end(), feature) != list.end();
+  };
+  return has(detected) && has(allowed);
+}
+
+FmaVariant chooseFmaVariant() {
+#ifdef KILN_PROBE_X86
+  std::vector<std::string> detected = detectCpuFeatures(),
+                           allowed = hostCpuFeatures();
+  if (usable(detected, allowed, "avx512f"))
+    return {fmaChainsAvx512, "avx512f", 16, kAvx512Chains};
+  if (usable(detected, allowed, "avx2") && usable(detected, allowed, "fma"))
+    return {fmaChainsAvx2, "avx2+fma", 8, kAvx2Chains};
+#endif
+  return {fmaChainsScalar, "scalar", 1, kScalarChains};
+}
+
+struct FmaJob {
+  FmaVariant variant;
+  int64_t iterations;
+  float m, a;
+};
+
+void fmaTask(void *ctx, int64_t begin, int64_t end) {
+  auto *job = static_cast<FmaJob *>(ctx);
+  float total = 0;
+  for (int64_t chunk = begin; chunk < end; ++chunk)
+    total += job->variant.run(job->iterations, job->m, job->a);
+  gFmaSink = total;
+}
+
+} // namespace
+
+BandwidthResult measureTriadBandwidth(ThreadPool &pool, int64_t arrayBytes,
+                                      int repetitions) {
+  int64_t chunks =
+      std::max<int64_t>(1, arrayBytes / int64_t(sizeof(float)) / kTriadChunk);
+  int64_t elements = chunks * kTriadChunk;
+  FloatBuffer a(elements), b(elements), c(elements);
+  TriadArrays arrays{a.data, b.data, c.data, 3.0f};
+  // First touch by the chunks that will use the pages.
+  pool.parallelFor(chunks, 1, triadInit, &arrays);
+
+  BandwidthResult result;
+  result.arrayBytes = elements * int64_t(sizeof(float));
+  result.repetitions = std::max(repetitions, 1);
+  double best = 0;
+  for (int r = 0; r < result.repetitions; ++r) {
+    Clock::time_point start = Clock::now();
+    pool.parallelFor(chunks, 1, triadRun, &arrays);
+    double seconds = secondsSince(start);
+    if (r == 0 || seconds < best)
+      best = seconds;
+  }
+  result.bytesPerSecond = 3.0 * double(result.arrayBytes) / best;
+  return result;
+}
+
+FmaPeakResult measureFmaPeak(ThreadPool &pool, int64_t iterations,
+                             int repetitions) {
+  FmaVariant variant = chooseFmaVariant();
+  // By default ~10 ms per chunk at 4 GHz with two FMA ports: 80 M FMAs,
+  // `chains` of them an iteration, whatever the vector width.
+  if (iterations <= 0)
+    iterations = 80'000'000 / variant.chains;
+  FmaJob job{variant, iterations, gFmaMultiplier, gFmaAddend};
+  int64_t chunks = 4 * int64_t(pool.threads());
+
+  FmaPeakResult result;
+  result.isa = job.variant.isa;
+  result.lanes = job.variant.lanes;
+  result.accumulators = job.variant.chains;
+  result.repetitions = std::max(repetitions, 1);
+  pool.parallelFor(chunks, 1, fmaTask, &job); // warm-up: vector clocks
+  double best = 0;
+  for (int r = 0; r < result.repetitions; ++r) {
+    Clock::time_point start = Clock::now();
+    pool.parallelFor(chunks, 1, fmaTask, &job);
+    double seconds = secondsSince(start);
+    if (r == 0 || seconds < best)
+      best = seconds;
+  }
+  double flops = 2.0 * double(chunks) * double(job.iterations) *
+                 double(result.accumulators) * double(result.lanes);
+  result.flopsPerSecond = flops / best;
+  return result;
+}
+
+int64_t lastLevelCacheBytes() {
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0)
+    return l3;
+#endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l2 > 0)
+    return l2;
+#endif
+  return 0;
+}
+
+int64_t defaultTriadBytes() {
+  constexpr int64_t kMiB = 1024 * 1024;
+  int64_t bytes =
+      std::max<int64_t>(256 * kMiB, (4 * lastLevelCacheBytes() + 2) / 3);
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && pageSize > 0)
+    bytes = std::min<int64_t>(bytes, int64_t(pages) * pageSize / 8);
+  // Whole chunks, rounded up, so the triad does not round below 4x.
+  constexpr int64_t kChunkBytes = kTriadChunk * int64_t(sizeof(float));
+  return (bytes + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
+}
+
+MachineProbeResult probeMachine(ThreadPool &pool,
+                                const MachineProbeOptions &options) {
+  MachineProbeResult result;
+  result.threads = pool.threads();
+  result.fmaPeak =
+      measureFmaPeak(pool, options.fmaIterations, options.fmaRepetitions);
+  int64_t bytes = options.triadArrayBytes > 0 ? options.triadArrayBytes
+                                              : defaultTriadBytes();
+  result.bandwidth =
+      measureTriadBandwidth(pool, bytes, options.triadRepetitions);
+  return result;
+}
+
+} // namespace kiln::runtime

@@ -1,0 +1,129 @@
+//===- MachineProbeTest.cpp - The bandwidth and FMA peak probes -----------===//
+//
+// Part of Kiln's unit tests. Links only kiln_runtime. Runs both probes at
+// small sizes, on one thread and on a pool, and checks that the figures are
+// positive and finite and that the reported method (ISA, lanes, chains,
+// array size) is consistent. Speeds are printed, never asserted: these
+// arrays fit in the caches, and tests share the machine.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/MachineProbe.h"
+
+#include "runtime/CpuFeatures.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+using namespace kiln::runtime;
+
+namespace {
+
+constexpr int64_t kSmallArray = 1 << 20; // 1 MiB: 4 chunks of the triad
+
+TEST(MachineProbe, TriadBandwidthIsPositiveAndFinite) {
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    BandwidthResult r = measureTriadBandwidth(pool, kSmallArray, 2);
+    EXPECT_TRUE(std::isfinite(r.bytesPerSecond)) << threads << " threads";
+    EXPECT_GT(r.bytesPerSecond, 0) << threads << " threads";
+    EXPECT_EQ(r.arrayBytes, kSmallArray);
+    EXPECT_EQ(r.repetitions, 2);
+    std::printf("triad, %d threads, 3 x 1 MiB: %.1f GB/s\n", threads,
+                r.bytesPerSecond / 1e9);
+  }
+}
+
+TEST(MachineProbe, TriadRoundsToWholeChunks) {
+  ThreadPool pool(1);
+  // Less than one chunk still runs one; sizes round down to whole chunks.
+  EXPECT_EQ(measureTriadBandwidth(pool, 100, 1).arrayBytes, 256 * 1024);
+  EXPECT_EQ(measureTriadBandwidth(pool, 3 * 256 * 1024 + 5, 1).arrayBytes,
+            3 * 256 * 1024);
+}
+
+TEST(MachineProbe, FmaPeakIsPositiveAndFinite) {
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    FmaPeakResult r = measureFmaPeak(pool, 1000, 2);
+    EXPECT_TRUE(std::isfinite(r.flopsPerSecond)) << threads << " threads";
+    EXPECT_GT(r.flopsPerSecond, 0) << threads << " threads";
+    EXPECT_GE(r.accumulators, 8);
+    EXPECT_EQ(r.repetitions, 2);
+    std::printf("FMA peak, %d threads (%s, %d chains x %d lanes): %.1f "
+                "GFLOP/s\n",
+                threads, r.isa.c_str(), r.accumulators, r.lanes,
+                r.flopsPerSecond / 1e9);
+  }
+}
+
+TEST(MachineProbe, FmaVariantMatchesTheCpu) {
+  ThreadPool pool(1);
+  FmaPeakResult r = measureFmaPeak(pool, 10, 1);
+  std::vector<std::string> features = detectCpuFeatures();
+  auto has = [&](const char *f) {
+    return std::find(features.begin(), features.end(), f) != features.end();
+  };
+  if (r.isa == "avx512f") {
+    EXPECT_TRUE(has("avx512f"));
+    EXPECT_EQ(r.lanes, 16);
+  } else if (r.isa == "avx2+fma") {
+    EXPECT_TRUE(has("avx2") && has("fma"));
+    EXPECT_EQ(r.lanes, 8);
+  } else {
+    EXPECT_EQ(r.isa, "scalar");
+    EXPECT_EQ(r.lanes, 1);
+  }
+}
+
+TEST(MachineProbe, CpuFeatureOverrideNarrowsTheChoice) {
+  // KILN_CPU_FEATURES may take AVX-512 away (to measure an AVX2 peak), and
+  // can never add what CPUID lacks.
+  const char *old = std::getenv(kCpuFeaturesEnv);
+  std::string saved = old ? old : "";
+  setenv(kCpuFeaturesEnv, "none", 1);
+  ThreadPool pool(1);
+  FmaPeakResult r = measureFmaPeak(pool, 10, 1);
+  if (old)
+    setenv(kCpuFeaturesEnv, saved.c_str(), 1);
+  else
+    unsetenv(kCpuFeaturesEnv);
+  EXPECT_EQ(r.isa, "scalar");
+  EXPECT_GT(r.flopsPerSecond, 0);
+}
+
+TEST(MachineProbe, ProbeMachineUsesThePoolAndTheOptions) {
+  ThreadPool pool(2);
+  MachineProbeOptions options;
+  options.triadArrayBytes = kSmallArray;
+  options.triadRepetitions = 1;
+  options.fmaIterations = 100;
+  options.fmaRepetitions = 1;
+  MachineProbeResult r = probeMachine(pool, options);
+  EXPECT_EQ(r.threads, 2);
+  EXPECT_EQ(r.bandwidth.arrayBytes, kSmallArray);
+  EXPECT_GT(r.bandwidth.bytesPerSecond, 0);
+  EXPECT_GT(r.fmaPeak.flopsPerSecond, 0);
+}
+
+TEST(MachineProbe, DefaultArraysAreFarLargerThanTheCache) {
+  int64_t bytes = defaultTriadBytes();
+  EXPECT_GT(bytes, 0);
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  int64_t eighth = int64_t(pages) * pageSize / 8;
+  // Three arrays hold 4x the last-level cache, unless memory caps them.
+  if (bytes < eighth) {
+    EXPECT_GE(3 * bytes, 4 * lastLevelCacheBytes());
+    EXPECT_GE(bytes, int64_t(256) << 20);
+  }
+}
+
+} // namespace
