@@ -304,6 +304,7 @@ void CpuStepEmitter::emitGemm(Operation *op) {
        {"HAS_BIAS", bias ? "true" : "false"},
        {"HAS_RESIDUAL", residual ? "true" : "false"},
        {"HAS_PROLOGUE", normWeight ? "true" : "false"},
+       {"HAS_ACTIVATION", activation != "identity" ? "true" : "false"},
        {"WTYPE", wtype},
        {"ACTIVATION", activation},
        {"EPSILON", normEpsilon
@@ -350,6 +351,7 @@ void CpuStepEmitter::emitAttention(AttentionOp op) {
        {"HKV", str(cache.getNumKvHeads())},
        {"D", str(cache.getHeadDim())},
        {"KV", str(kv)},
+       {"QB", str(tile(op, "prefill", "q"))},
        {"WINDOW", str(op.getWindow() ? int64_t(*op.getWindow()) : 0)},
        {"SCALE", floatLiteral(float(op.getScale().convertToDouble()))}});
   std::string name = useKernel(

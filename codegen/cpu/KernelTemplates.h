@@ -84,6 +84,30 @@ inline double now() {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+typedef int32_t vi32 __attribute__((vector_size(V * sizeof(int32_t))));
+
+// exp(x) for V lanes at once (Cephes' expf: Cody-Waite reduction by ln 2 and
+// a degree-5 polynomial; within 2 ulp of expf for x in [-87, 88], to which x
+// is clamped). Softmax weights below e^-87 are zero to float precision.
+inline vfloat vexp(vfloat x) {
+  x = x < -87.0f ? vsplat(-87.0f) : x;
+  x = x > 88.0f ? vsplat(88.0f) : x;
+  vfloat fx = x * 1.44269504088896341f + 0.5f;
+  vfloat n = __builtin_convertvector(__builtin_convertvector(fx, vi32), vfloat);
+  n = n > fx ? n - 1.0f : n; // floor
+  x = x - n * 0.693359375f - n * -2.12194440e-4f;
+  vfloat y = 1.9875691500e-4f * x + 1.3981999507e-3f;
+  y = y * x + 8.3334519073e-3f;
+  y = y * x + 4.1665795894e-2f;
+  y = y * x + 1.6666665459e-1f;
+  y = y * x + 5.0000001201e-1f;
+  y = y * x * x + x + 1.0f;
+  vi32 bits = (__builtin_convertvector(n, vi32) + 127) << 23;
+  vfloat scale;
+  memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+
 // Runs fn(ctx, begin, end) over [0, n) on the runtime's thread pool.
 inline void parallel(const kiln_step_args *a, int64_t n, kiln_task_fn fn,
                      void *ctx) {
@@ -135,7 +159,8 @@ constexpr int64_t PREFILL_FROM = $PREFILL_FROM;
 constexpr int64_t PREFILL_M = $PM, PREFILL_N = $PN, PREFILL_K = $PK;
 constexpr int64_t DECODE_N = $DN, DECODE_K = $DK;
 constexpr bool SWIGLU = $SWIGLU, HAS_BIAS = $HAS_BIAS,
-               HAS_RESIDUAL = $HAS_RESIDUAL, HAS_PROLOGUE = $HAS_PROLOGUE;
+               HAS_RESIDUAL = $HAS_RESIDUAL, HAS_PROLOGUE = $HAS_PROLOGUE,
+               HAS_ACTIVATION = $HAS_ACTIVATION;
 typedef $WTYPE wtype; // packed weight element
 
 struct Args {
@@ -183,6 +208,27 @@ inline void block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
   }
   const int64_t n0 = panel * NR;
   const int64_t cols = N - n0 < NR ? N - n0 : NR;
+  if (cols == NR && (SWIGLU || !HAS_ACTIVATION)) {
+    // A whole panel: the epilogue in vectors.
+    for (int i = 0; i < M; ++i) {
+      float *y = g.y + (m0 + i) * N + n0;
+      for (int j = 0; j < NV; ++j) {
+        vfloat v = acc[i][j];
+        if (SWIGLU) {
+          v = v / (1.0f + vexp(-v)) * acc2[i][j]; // silu(g) * u
+        } else {
+          if (!first)
+            v += vload(y + j * V);
+          else if (HAS_BIAS)
+            v += vload(g.bias + n0 + j * V);
+          if (last && HAS_RESIDUAL)
+            v += vload(g.residual + (m0 + i) * N + n0 + j * V);
+        }
+        vstore(y + j * V, v);
+      }
+    }
+    return;
+  }
   for (int i = 0; i < M; ++i) {
     float out[NR], out2[SWIGLU ? NR : 1];
     for (int j = 0; j < NV; ++j) {
@@ -283,8 +329,13 @@ namespace {
 
 constexpr int64_t H = $H, HKV = $HKV, D = $D, GROUP = H / HKV;
 constexpr int64_t KV_BLOCK = $KV; // cached positions per block
+// Query rows per block when prefilling (at most 64: the per-row state lives
+// on the stack).
+constexpr int64_t Q_BLOCK = $QB < 64 ? $QB : 64;
 constexpr int64_t WINDOW = $WINDOW; // 0: none
 constexpr float SCALE = $SCALE;
+// A key block, transposed, padded to whole vectors.
+constexpr int64_t KV_VECTORS = (KV_BLOCK + V - 1) / V, KV_PADDED = KV_VECTORS * V;
 
 // q · k over one head: in vectors when the head size allows (the sum's
 // order then differs from the interpreter's by rounding only).
@@ -313,11 +364,12 @@ struct Args {
   float *y;       // [T, H, D]
 };
 
-void task(void *ctx, int64_t begin, int64_t end) {
-  const Args &g = *static_cast<const Args *>(ctx);
+// One token and one head against its sequence's cache (decode, and tokens
+// of batches that mix sequences).
+void attend_token(const Args &g, int64_t t, int64_t h) {
   const kiln_kv_cache *c = g.a->cache;
-  for (int64_t job = begin; job < end; ++job) {
-    int64_t t = job / H, h = job % H, kvh = h / GROUP;
+  {
+    int64_t kvh = h / GROUP;
     int64_t pos = g.a->positions[t];
     int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
     const float *q = g.q + (t * H + h) * D;
@@ -341,8 +393,14 @@ void task(void *ctx, int64_t begin, int64_t end) {
       l *= correction;
       for (int64_t i = 0; i < D; ++i)
         acc[i] *= correction;
+      // The block's weights, V at a time, the tail one by one.
+      int64_t n = s1 - s0, j = 0;
+      for (; j + V <= n; j += V)
+        vstore(score + j, vexp(vload(score + j) - mNew));
+      for (; j < n; ++j)
+        score[j] = expf(score[j] - mNew);
       for (int64_t s = s0; s < s1; ++s) {
-        float p = expf(score[s - s0] - mNew);
+        float p = score[s - s0];
         l += p;
         const float *v = values + s * c->position_stride;
         for (int64_t i = 0; i < D; ++i)
@@ -356,11 +414,133 @@ void task(void *ctx, int64_t begin, int64_t end) {
   }
 }
 
+// Whether tokens [t0, t1) are one sequence at consecutive positions (a
+// prefill chunk): then they share every block of cached keys and values.
+bool contiguous(const kiln_step_args *a, int64_t t0, int64_t t1) {
+  for (int64_t t = t0 + 1; t < t1; ++t)
+    if (a->seq_ids[t] != a->seq_ids[t0] ||
+        a->positions[t] != a->positions[t - 1] + 1)
+      return false;
+  return true;
+}
+
+// Rows [t0, t1) of one head (one sequence, consecutive positions) against
+// blocks of KV_BLOCK cached positions: each key block is transposed once, the
+// scores of every row come from an outer product over it (vectors along the
+// positions, no horizontal sums), then each row's online softmax and its
+// weighted values.
+void attend_rows(const Args &g, int64_t h, int64_t t0, int64_t t1) {
+  const kiln_kv_cache *c = g.a->cache;
+  const int64_t kvh = h / GROUP, rows = t1 - t0;
+  const int64_t p0 = g.a->positions[t0], last = p0 + rows - 1;
+  int64_t base = g.layer * c->layer_stride +
+                 g.a->seq_ids[t0] * c->seq_stride + kvh * D;
+  const float *keys = static_cast<const float *>(c->keys) + base;
+  const float *values = static_cast<const float *>(c->values) + base;
+  float m[Q_BLOCK], l[Q_BLOCK], acc[Q_BLOCK][D];
+  float kt[D][KV_PADDED], score[KV_PADDED];
+  for (int64_t r = 0; r < rows; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+    for (int64_t i = 0; i < D; ++i)
+      acc[r][i] = 0.0f;
+  }
+  int64_t first = WINDOW && p0 - WINDOW + 1 > 0 ? p0 - WINDOW + 1 : 0;
+  for (int64_t s0 = first; s0 <= last; s0 += KV_BLOCK) {
+    int64_t n = last + 1 - s0 < KV_BLOCK ? last + 1 - s0 : KV_BLOCK;
+    for (int64_t j = 0; j < KV_PADDED; ++j) {
+      const float *k = keys + (s0 + j) * c->position_stride;
+      for (int64_t i = 0; i < D; ++i)
+        kt[i][j] = j < n ? k[i] : 0.0f;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t pos = p0 + r;
+      int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
+      if (s0 > pos || s0 + n <= lo)
+        continue; // nothing this row sees in this block
+      const float *q = g.q + ((t0 + r) * H + h) * D;
+      vfloat sum[KV_VECTORS];
+      for (int64_t j = 0; j < KV_VECTORS; ++j)
+        sum[j] = vfloat{};
+      for (int64_t i = 0; i < D; ++i)
+        for (int64_t j = 0; j < KV_VECTORS; ++j)
+          sum[j] += q[i] * vload(&kt[i][j * V]);
+      float blockMax = -INFINITY;
+      for (int64_t j = 0; j < KV_VECTORS; ++j)
+        vstore(score + j * V, sum[j] * SCALE);
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t s = s0 + j;
+        if (s > pos || s < lo)
+          score[j] = -INFINITY;
+        else if (score[j] > blockMax)
+          blockMax = score[j];
+      }
+      float mNew = blockMax > m[r] ? blockMax : m[r];
+      float correction = expf(m[r] - mNew);
+      l[r] *= correction;
+      for (int64_t i = 0; i < D; ++i)
+        acc[r][i] *= correction;
+      for (int64_t j = 0; j < KV_VECTORS; ++j)
+        vstore(score + j * V, vexp(vload(score + j * V) - mNew));
+      if constexpr (D % V == 0) {
+        // The row's output stays in registers over the block.
+        vfloat o[D / V];
+        for (int64_t i = 0; i < D / V; ++i)
+          o[i] = vload(&acc[r][i * V]);
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t s = s0 + j;
+          if (s > pos || s < lo)
+            continue;
+          float p = score[j];
+          l[r] += p;
+          const float *v = values + s * c->position_stride;
+          for (int64_t i = 0; i < D / V; ++i)
+            o[i] += p * vload(v + i * V);
+        }
+        for (int64_t i = 0; i < D / V; ++i)
+          vstore(&acc[r][i * V], o[i]);
+      } else {
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t s = s0 + j;
+          if (s > pos || s < lo)
+            continue;
+          float p = score[j];
+          l[r] += p;
+          const float *v = values + s * c->position_stride;
+          for (int64_t i = 0; i < D; ++i)
+            acc[r][i] += p * v[i];
+        }
+      }
+      m[r] = mNew;
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float *y = g.y + ((t0 + r) * H + h) * D;
+    for (int64_t i = 0; i < D; ++i)
+      y[i] = acc[r][i] / l[r];
+  }
+}
+
+// Jobs are (block of Q_BLOCK tokens, head).
+void task(void *ctx, int64_t begin, int64_t end) {
+  const Args &g = *static_cast<const Args *>(ctx);
+  for (int64_t job = begin; job < end; ++job) {
+    int64_t t0 = job / H * Q_BLOCK, h = job % H;
+    int64_t t1 = t0 + Q_BLOCK < g.a->tokens ? t0 + Q_BLOCK : g.a->tokens;
+    if (t1 - t0 > 1 && contiguous(g.a, t0, t1)) {
+      attend_rows(g, h, t0, t1);
+      continue;
+    }
+    for (int64_t t = t0; t < t1; ++t)
+      attend_token(g, t, h);
+  }
+}
+
 } // namespace
 
 void $NAME(const kiln_step_args *a, int64_t layer, const float *q, float *y) {
   Args g{a, layer, q, y};
-  parallel(a, a->tokens * H, task, &g);
+  parallel(a, (a->tokens + Q_BLOCK - 1) / Q_BLOCK * H, task, &g);
 }
 
 } // namespace kiln_gen

@@ -103,7 +103,12 @@ std::string cacheKey(const CompileOptions &o, const std::string &targetSpec) {
     hash.update(llvm::StringRef("\0", 1));
   };
   add(kKilnVersion);
-  add(__DATE__ " " __TIME__); // a rebuilt Kiln may generate other code
+  // A rebuilt Kiln may generate other code: the executable's identity.
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  add(self.string());
+  add(std::to_string(fs::file_size(self, ec)));
+  add(std::to_string(fs::last_write_time(self, ec).time_since_epoch().count()));
   add(targetSpec);
   add(o.dtype);
   add(std::to_string(o.maxTokens));
