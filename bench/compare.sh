@@ -37,8 +37,14 @@ if grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=${OPENBLAS_CORET
 echo "# $(date -u +%F) $(nproc) cores: bench/compare.sh --config $config --threads $threads --prompt-tokens $prompt --gen-tokens $gen --dtype $dtype"
 "$kiln" bench "$artifact" --prompt-tokens "$prompt" --gen-tokens "$gen" \
   --threads "$threads" --json "$work/kiln.json"
-/usr/bin/python3 "$root/bench/pytorch_llama.py" "$model" --prompt-tokens "$prompt" \
-  --gen-tokens "$gen" --threads "$threads" --dtype "$dtype" > "$work/pytorch.jsonl"
+# One process per thread count, with OpenBLAS and OpenMP held to it (else
+# PyTorch's OpenMP threads and OpenBLAS's own oversubscribe the cores).
+: > "$work/pytorch.jsonl"
+for t in ${threads//,/ }; do
+  OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t /usr/bin/python3 "$root/bench/pytorch_llama.py" \
+    "$model" --prompt-tokens "$prompt" --gen-tokens "$gen" --threads "$t" \
+    --dtype "$dtype" >> "$work/pytorch.jsonl"
+done
 /usr/bin/python3 - "$work/kiln.json" "$work/pytorch.jsonl" <<'PY'
 import json, sys
 kiln = json.load(open(sys.argv[1]))
@@ -48,10 +54,10 @@ def kiln_rate(threads, phase, tokens):
         if run["threads"] != threads:
             continue
         if phase == "decode":
-            return run["decode"]["tokens_per_s"]
+            return run["decode"]["tokens_per_second"]
         for p in run["prefill"]:
-            if p["tokens"] == tokens:
-                return p["tokens_per_s"]
+            if p["prompt_tokens"] == tokens:
+                return p["tokens_per_second"]
 print(f"{'threads':>7} {'phase':>12} {'kiln tok/s':>11} {'pytorch tok/s':>14} {'kiln/pytorch':>13}")
 for t in torch:
     k = kiln_rate(t["threads"], t["phase"], t["tokens"])

@@ -85,13 +85,15 @@ int64_t WeightPacker::append(const void *data, int64_t bytes) {
   return offset;
 }
 
-int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type) {
+int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type,
+                                 int64_t pairLanes) {
   auto shape = cast<RankedTensorType>(weight.getType()).getShape();
   int64_t n = shape[0], k = shape[1];
   std::string name;
   std::vector<float> w = read(weight, name);
-  std::string key =
-      (name + "|panels" + llvm::Twine(nr) + "|" + packedTypeName(type)).str();
+  std::string key = (name + "|panels" + llvm::Twine(nr) + "|" +
+                     packedTypeName(type) + "|pairs" + llvm::Twine(pairLanes))
+                        .str();
   if (auto it = packed.find(key); it != packed.end())
     return it->second;
   int64_t panels = (n + nr - 1) / nr;
@@ -104,6 +106,17 @@ int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type) {
   if (type == PackedType::F32) {
     offset = append(panel.data(), int64_t(panel.size()) * 4);
   } else {
+    if (pairLanes > 0) {
+      // Within each group of 2L columns: lane l = columns (l, l + L).
+      std::vector<float> paired(panel.size());
+      for (size_t row = 0; row < panel.size(); row += size_t(nr))
+        for (int64_t g = 0; g < nr; g += 2 * pairLanes)
+          for (int64_t l = 0; l < pairLanes; ++l) {
+            paired[row + g + 2 * l] = panel[row + g + l];
+            paired[row + g + 2 * l + 1] = panel[row + g + pairLanes + l];
+          }
+      panel.swap(paired);
+    }
     std::vector<uint16_t> narrow(panel.size());
     for (size_t i = 0; i < panel.size(); ++i)
       narrow[i] = type == PackedType::F16 ? formats::floatToHalf(panel[i])
@@ -111,10 +124,11 @@ int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type) {
     offset = append(narrow.data(), int64_t(narrow.size()) * 2);
   }
   packed[key] = offset;
-  described.push_back((name + ": [" + llvm::Twine(n) + ", " + llvm::Twine(k) +
-                       "] in panels of " + llvm::Twine(nr) + " rows, " +
-                       packedTypeName(type) + ", at " + llvm::Twine(offset))
-                          .str());
+  described.push_back(
+      (name + ": [" + llvm::Twine(n) + ", " + llvm::Twine(k) +
+       "] in panels of " + llvm::Twine(nr) + " rows, " + packedTypeName(type) +
+       (pairLanes ? " (lane pairs)" : "") + ", at " + llvm::Twine(offset))
+          .str());
   return offset;
 }
 

@@ -45,8 +45,12 @@ public:
   WeightPacker(WeightProvider &provider, const std::string &path);
 
   /// Offset of `weight` (a kiln.weight, or a kiln.concat of them along axis
-  /// 0) packed in panels of `nr` rows, as `type`.
-  int64_t packPanels(mlir::Value weight, int64_t nr, PackedType type);
+  /// 0) packed in panels of `nr` rows, as `type`. With `pairLanes` L > 0
+  /// (bf16 only; nr a multiple of 2L), each group of 2L columns of a k row is
+  /// stored interleaved as L 32-bit lanes holding columns (c, c + L): one
+  /// load then widens to two f32 vectors with a shift and a mask.
+  int64_t packPanels(mlir::Value weight, int64_t nr, PackedType type,
+                     int64_t pairLanes = 0);
   /// Offset of `weight` row-major as f32.
   int64_t packPlain(mlir::Value weight);
 

@@ -284,6 +284,9 @@ void CpuStepEmitter::emitGemm(Operation *op) {
                       : packed == PackedType::F16 ? "_Float16"
                                                   : "bf16";
   int64_t mr = tile(op, "prefill", "mr");
+  // bf16 panels with an even number of vectors per row load as lane pairs.
+  int64_t vectorFloats = target.cpu().vectorFloats();
+  bool bf16Pairs = packed == PackedType::BF16 && (nr / vectorFloats) % 2 == 0;
   std::string cases;
   for (int64_t m = 1; m <= mr; ++m)
     cases += "  case " + str(m) + ":\n    return block<" + str(m) +
@@ -305,6 +308,7 @@ void CpuStepEmitter::emitGemm(Operation *op) {
        {"HAS_RESIDUAL", residual ? "true" : "false"},
        {"HAS_PROLOGUE", normWeight ? "true" : "false"},
        {"HAS_ACTIVATION", activation != "identity" ? "true" : "false"},
+       {"BF16_PAIRS", bf16Pairs ? "true" : "false"},
        {"WTYPE", wtype},
        {"ACTIVATION", activation},
        {"EPSILON", normEpsilon
@@ -325,7 +329,8 @@ void CpuStepEmitter::emitGemm(Operation *op) {
   if (normWeight)
     scratchBytes = std::max(scratchBytes, maxTokens * k * 4);
   auto packedPointer = [&](Value w) {
-    return "a->weights + " + str(packer->packPanels(w, nr, packed));
+    return "a->weights + " +
+           str(packer->packPanels(w, nr, packed, bf16Pairs ? vectorFloats : 0));
   };
   std::string result = pointer(op->getResult(0), op);
   call(op, "kiln_gen::" + name + "(a, " + rows(input) + ", " +

@@ -57,6 +57,17 @@ inline vfloat vload(const bf16 *p) {
   memcpy(&v, &w, sizeof v);
   return v;
 }
+// 2V bf16 values packed as V lanes of (column c, column c + V): the low
+// halves shifted up are columns c, the high halves masked are c + V.
+inline void vload_bf16_pair(const bf16 *p, vfloat &low, vfloat &high) {
+  vu32 w;
+  memcpy(&w, p, sizeof w);
+  vu32 lo = w << 16, hi = w & 0xffff0000u;
+  memcpy(&low, &lo, sizeof low);
+  memcpy(&high, &hi, sizeof high);
+}
+// Other weight types never take the pair path; this keeps it compiling.
+template <typename T> inline void vload_bf16_pair(const T *, vfloat &, vfloat &) {}
 inline vfloat vload(const _Float16 *p) {
   vf16 h;
   memcpy(&h, p, sizeof h);
@@ -160,7 +171,7 @@ constexpr int64_t PREFILL_M = $PM, PREFILL_N = $PN, PREFILL_K = $PK;
 constexpr int64_t DECODE_N = $DN, DECODE_K = $DK;
 constexpr bool SWIGLU = $SWIGLU, HAS_BIAS = $HAS_BIAS,
                HAS_RESIDUAL = $HAS_RESIDUAL, HAS_PROLOGUE = $HAS_PROLOGUE,
-               HAS_ACTIVATION = $HAS_ACTIVATION;
+               HAS_ACTIVATION = $HAS_ACTIVATION, BF16_PAIRS = $BF16_PAIRS;
 typedef $WTYPE wtype; // packed weight element
 
 struct Args {
@@ -190,10 +201,19 @@ inline void block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
   const float *x = g.x + m0 * K + k0;
   for (int64_t k = 0; k < kl; ++k) {
     vfloat b[NV], b2[SWIGLU ? NV : 1];
-    for (int j = 0; j < NV; ++j) {
-      b[j] = vload(w + k * NR + j * V);
-      if (SWIGLU)
-        b2[j] = vload(w2 + k * NR + j * V);
+    if constexpr (BF16_PAIRS) {
+      // 2V bf16 weights in one load, lanes holding columns (c, c + V).
+      for (int j = 0; j + 1 < NV; j += 2) {
+        vload_bf16_pair(w + k * NR + j * V, b[j], b[j + 1]);
+        if (SWIGLU)
+          vload_bf16_pair(w2 + k * NR + j * V, b2[j], b2[j + 1]);
+      }
+    } else {
+      for (int j = 0; j < NV; ++j) {
+        b[j] = vload(w + k * NR + j * V);
+        if (SWIGLU)
+          b2[j] = vload(w2 + k * NR + j * V);
+      }
     }
     for (int i = 0; i < M; ++i) {
       // A scalar times a vector broadcasts: one vbroadcastss (or an

@@ -54,9 +54,9 @@ std::string format(const char *fmt, double value) {
 //===----------------------------------------------------------------------===//
 
 /// The work of a step, counted from the packed GEMM weights the manifest
-/// lists ("NAME: [N, K] in panels of NR rows, TYPE, at OFFSET"): these are
-/// what the kernels read, classifier included, so the count follows the
-/// artifact rather than a model-shape formula.
+/// lists ("NAME: [N, K] in panels of NR rows, TYPE[ (lane pairs)], at
+/// OFFSET"): these are what the kernels read, classifier included, so the
+/// count follows the artifact rather than a model-shape formula.
 struct StepWork {
   int64_t layers = 0, vocab = 0, dim = 0, qDim = 0;
   /// Parameters of every GEMM weight but the classifier: run for every token.
@@ -100,7 +100,7 @@ StepWork countStepWork(const CompiledModel &model) {
                                     "cannot be counted");
 
   static const std::regex panelEntry(
-      R"(^(.*): \[(\d+), (\d+)\] in panels of (\d+) rows, (f32|f16|bf16), at \d+$)");
+      R"(^(.*): \[(\d+), (\d+)\] in panels of (\d+) rows, (f32|f16|bf16)(?: \(lane pairs\))?, at \d+$)");
   StepWork work;
   work.layers = info.layers;
   work.vocab = info.vocabSize;
