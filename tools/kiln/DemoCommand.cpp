@@ -6,12 +6,14 @@
 
 #include "tools/kiln/DemoCommand.h"
 
+#include "tools/kiln/BenchCommand.h"
 #include "tools/kiln/CompileCommand.h"
 
 #include "frontends/formats/SyntheticModel.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/Generator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -108,6 +110,24 @@ int runDemo(const DemoOptions &o) {
             1) +
       " tokens/s on " + std::to_string(loaded->threadPool().threads()) +
       " threads");
+
+  // 5. A quick benchmark against this machine's measured limits: one
+  // prompt length, a few decode steps, all cores, a small bandwidth probe.
+  say("quick benchmark (kiln bench; a full one: kiln bench " + artifact + ")");
+  int threads = loaded->threadPool().threads();
+  loaded.reset(); // the bench loads the artifact itself
+  BenchOptions bench;
+  bench.artifact = artifact;
+  bench.promptTokens = {std::min<int64_t>(128, m.maxTokens)};
+  bench.genTokens = 32;
+  bench.threads = {threads};
+  bench.repeat = 1;
+  bench.triadArrayBytes = 64ll << 20;
+  bench.command = "kiln demo (quick bench: --prompt-tokens " +
+                  std::to_string(bench.promptTokens[0]) +
+                  " --gen-tokens 32 --repeat 1)";
+  std::fflush(stdout);
+  runBench(bench);
 
   say("the artifact:  " + fs::absolute(artifact).string());
   say("its kernels:   " + fs::absolute(kernels).string() + "/ (" +
