@@ -11,9 +11,11 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -38,6 +40,34 @@ void writeFile(const std::string &path, const std::string &text) {
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
+}
+
+/// Formats the written sources in the LLVM style when clang-format is
+/// installed (scripts/setup installs it), so the kernels users read are laid
+/// out like the rest of Kiln; keeps the texts in `sources` in step.
+template <typename PathFn>
+void formatSources(std::vector<SourceFile> &sources, PathFn in) {
+  std::optional<std::string> tool;
+  for (const char *name : {"clang-format-19", "clang-format"})
+    if (auto path = llvm::sys::findProgramByName(name)) {
+      tool = *path;
+      break;
+    }
+  if (!tool)
+    return;
+  std::vector<std::string> paths;
+  std::vector<llvm::StringRef> args = {*tool, "-i", "--style=LLVM"};
+  for (const SourceFile &file : sources)
+    paths.push_back(in(file.name));
+  for (const std::string &path : paths)
+    args.push_back(path);
+  if (llvm::sys::ExecuteAndWait(*tool, args) != 0)
+    return; // formatting is a courtesy: unformatted sources compile the same
+  for (size_t i = 0; i < sources.size(); ++i) {
+    std::ifstream file(paths[i], std::ios::binary);
+    sources[i].text.assign(std::istreambuf_iterator<char>(file),
+                           std::istreambuf_iterator<char>());
+  }
 }
 
 } // namespace
@@ -90,6 +120,7 @@ CompiledStep compileStep(ModuleOp module, WeightProvider &weights,
   sources.push_back(in(emitted.step.name));
   for (const SourceFile &file : compiled.sources)
     writeFile(in(file.name), file.text);
+  formatSources(compiled.sources, in);
   compiled.emitSeconds = secondsSince(start);
 
   start = std::chrono::steady_clock::now();
