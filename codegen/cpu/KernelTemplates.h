@@ -469,9 +469,14 @@ void attend_rows(const Args &g, int64_t h, int64_t t0, int64_t t1) {
   for (int64_t s0 = first; s0 <= last; s0 += KV_BLOCK) {
     int64_t n = last + 1 - s0 < KV_BLOCK ? last + 1 - s0 : KV_BLOCK;
     for (int64_t j = 0; j < KV_PADDED; ++j) {
+      if (j >= n) { // padding past the block's last position
+        for (int64_t i = 0; i < D; ++i)
+          kt[i][j] = 0.0f;
+        continue;
+      }
       const float *k = keys + (s0 + j) * c->position_stride;
       for (int64_t i = 0; i < D; ++i)
-        kt[i][j] = j < n ? k[i] : 0.0f;
+        kt[i][j] = k[i];
     }
     for (int64_t r = 0; r < rows; ++r) {
       int64_t pos = p0 + r;
