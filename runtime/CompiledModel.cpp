@@ -100,7 +100,7 @@ CompiledModel::CompiledModel(Artifact file, StepLibrary library,
   pool = std::make_unique<ThreadPool>(options.threads);
   parallel = pool->abi();
   size_t arenaBytes = size_t(this->info.arenaBytes + 64) / 64 * 64;
-  arena = std::aligned_alloc(64, arenaBytes ? arenaBytes : 64);
+  arena.reset(std::aligned_alloc(64, arenaBytes ? arenaBytes : 64));
   if (!arena)
     throw std::bad_alloc();
   if (options.contextLength > 0)
@@ -118,7 +118,9 @@ CompiledModel::CompiledModel(Artifact file, StepLibrary library,
   cache.values = values.data();
 }
 
-CompiledModel::~CompiledModel() { std::free(arena); }
+CompiledModel::~CompiledModel() = default;
+
+void CompiledModel::FreeDeleter::operator()(void *p) const { std::free(p); }
 
 TokenizerSpec CompiledModel::tokenizerSpec() const {
   return tokenizerSpecFromJson(file.section(section::kTokenizer));
@@ -176,7 +178,7 @@ void CompiledModel::runChunk(const StepBatch &batch, size_t begin, size_t end,
   args.logits = logits.data() + first;
   args.weights =
       reinterpret_cast<const uint8_t *>(file.section(section::kWeights).data());
-  args.arena = static_cast<uint8_t *>(arena);
+  args.arena = static_cast<uint8_t *>(arena.get());
   args.cache = &cache;
   args.parallel = &parallel;
   args.call_seconds = profiling ? callSeconds.data() : nullptr;

@@ -89,7 +89,10 @@ private:
   ArtifactManifest info;
   std::unique_ptr<ThreadPool> pool;
   kiln_parallel parallel;
-  void *arena = nullptr;
+  struct FreeDeleter {
+    void operator()(void *p) const;
+  };
+  std::unique_ptr<void, FreeDeleter> arena; ///< aligned_alloc'd
   std::vector<float> keys, values;
   kiln_kv_cache cache;
   bool profiling = false;
