@@ -23,6 +23,7 @@
 #include "SyntheticModel.h"
 
 #include "codegen/CompileStep.h"
+#include "codegen/WriteArtifact.h"
 #include "codegen/cpu/HostCompiler.h"
 #include "frontends/FileWeightProvider.h"
 #include "frontends/Importer.h"
@@ -45,7 +46,6 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -86,14 +86,6 @@ struct TempDir {
   }
 };
 
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw std::runtime_error("cannot read '" + path + "'");
-  return std::string((std::istreambuf_iterator<char>(in)),
-                     std::istreambuf_iterator<char>());
-}
-
 target::TargetDescription parseTargetOrDie(const std::string &spec) {
   llvm::Expected<target::TargetDescription> t = target::parseTarget(spec);
   if (!t)
@@ -124,7 +116,7 @@ struct ArtifactSetup {
 };
 
 /// Runs the default pipeline on a copy of `unfused`, compiles it and writes
-/// `dir`/model.kiln with the sections and manifest `kiln compile` writes.
+/// `dir`/model.kiln with the writer `kiln compile` uses.
 /// Returns the artifact's path; throws naming the stage that failed.
 std::string compileArtifact(ModuleOp unfused, WeightProvider &weights,
                             const ArtifactSetup &setup, const fs::path &dir) {
@@ -147,52 +139,19 @@ std::string compileArtifact(ModuleOp unfused, WeightProvider &weights,
       codegen::compileStep(*module, weights, options);
 
   func::FuncOp step = codegen::getStepFunction(*module);
-  auto cacheType = cast<KVCacheType>(step.getArgumentTypes().back());
   int64_t vocab =
       cast<RankedTensorType>(step.getResultTypes().front()).getDimSize(1);
   auto context =
       step->getAttrOfType<IntegerAttr>(KilnDialect::kContextLengthAttrName);
   if (!context)
     throw std::runtime_error("the step declares no context length");
-  nlohmann::json manifest = {
-      {"kiln", {{"version", "test"}, {"abi", KILN_STEP_ABI_VERSION}}},
-      {"model",
-       {{"source", "CodegenTest"},
-        {"vocab_size", vocab},
-        {"context_length", context.getInt()},
-        {"stops_at_eos", false}}},
-      {"target",
-       {{"spec", setup.target.spec()},
-        {"cpu_features", codegen::requiredCpuFeatures(setup.target)}}},
-      {"weights",
-       {{"type", codegen::packedTypeName(setup.weightType).str()},
-        {"bytes", compiled.weightsBytes},
-        {"entries", compiled.weightEntries}}},
-      {"cache",
-       {{"element_type", "f32"},
-        {"layers", cacheType.getNumLayers()},
-        {"kv_heads", cacheType.getNumKvHeads()},
-        {"head_dim", cacheType.getHeadDim()}}},
-      {"step",
-       {{"max_tokens", compiled.maxTokens},
-        {"arena_bytes", compiled.arenaBytes},
-        {"kernels", compiled.kernelSummaries}}}};
-
-  runtime::ArtifactWriter writer;
-  writer.addSection(runtime::section::kManifest, manifest.dump(2));
-  writer.addSection(runtime::section::kCode, readFile(compiled.libraryPath));
-  writer.addSectionFromFile(runtime::section::kWeights, compiled.weightsPath,
-                            runtime::kPageAlignment);
-  writer.addSection(
-      runtime::section::kTokenizer,
-      runtime::tokenizerSpecToJson(
-          setup.tokenizer ? *setup.tokenizer : placeholderTokenizer(vocab)));
-  std::vector<std::pair<std::string, std::string>> sources;
-  for (const codegen::SourceFile &file : compiled.sources)
-    sources.push_back({file.name, file.text});
-  writer.addSection(runtime::section::kSources, runtime::packSources(sources));
+  codegen::ArtifactModelInfo info;
+  info.source = "CodegenTest";
+  info.contextLength = context.getInt();
+  info.tokenizer =
+      setup.tokenizer ? *setup.tokenizer : placeholderTokenizer(vocab);
   std::string path = (dir / "model.kiln").string();
-  writer.write(path);
+  codegen::writeArtifact(*module, compiled, options, info, path);
   return path;
 }
 

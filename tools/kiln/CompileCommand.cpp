@@ -9,20 +9,16 @@
 #include "tools/kiln/LoadedModel.h"
 
 #include "codegen/CompileStep.h"
+#include "codegen/WriteArtifact.h"
 #include "codegen/cpu/HostCompiler.h"
 #include "ir/KilnOps.h"
 #include "passes/FusionDiagnostics.h"
 #include "passes/Pipelines.h"
 #include "passes/target/TargetDescription.h"
-#include "runtime/Artifact.h"
-#include "runtime/StepABI.h"
-#include "runtime/TokenizerSpecJson.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -36,8 +32,6 @@ using namespace mlir;
 namespace kiln {
 
 namespace {
-
-constexpr const char *kKilnVersion = "0.1.0";
 
 /// Stage messages on a terminal; nothing when stderr is not one.
 struct Progress {
@@ -75,15 +69,6 @@ codegen::PackedType packedType(const std::string &dtype) {
                            "'");
 }
 
-std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof())
-    throw std::runtime_error("cannot read '" + path + "'");
-  return text;
-}
-
 fs::path cacheDirectory() {
   if (const char *dir = std::getenv("KILN_CACHE_DIR"); dir && *dir)
     return dir;
@@ -102,7 +87,7 @@ std::string cacheKey(const CompileOptions &o, const std::string &targetSpec) {
     hash.update(text);
     hash.update(llvm::StringRef("\0", 1));
   };
-  add(kKilnVersion);
+  add(codegen::kKilnVersion);
   // A rebuilt Kiln may generate other code: the executable's identity.
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -188,51 +173,12 @@ void compileUncached(const CompileOptions &o,
       codegen::compileStep(*model.module, *model.weights, step);
 
   progress("writing " + output);
-  func::FuncOp stepFunc = codegen::getStepFunction(*model.module);
-  auto cacheType = cast<KVCacheType>(stepFunc.getArgumentTypes().back());
-  int64_t context = o.context > 0 ? o.context : model.contextLength;
-  if (context <= 0)
-    throw std::runtime_error(o.model + ": the model declares no context "
-                                       "length; pass --context N");
-  nlohmann::json manifest = {
-      {"kiln", {{"version", kKilnVersion}, {"abi", KILN_STEP_ABI_VERSION}}},
-      {"model",
-       {{"source", fs::absolute(o.model).string()},
-        {"vocab_size", model.vocabSize},
-        {"context_length", context},
-        {"stops_at_eos", model.stopsAtEos}}},
-      {"target",
-       {{"spec", target.spec()},
-        {"cpu_features", codegen::requiredCpuFeatures(target)}}},
-      {"weights",
-       {{"type", o.dtype},
-        {"bytes", compiled.weightsBytes},
-        {"entries", compiled.weightEntries}}},
-      {"cache",
-       {{"element_type", "f32"},
-        {"layers", cacheType.getNumLayers()},
-        {"kv_heads", cacheType.getNumKvHeads()},
-        {"head_dim", cacheType.getHeadDim()}}},
-      {"step",
-       {{"max_tokens", compiled.maxTokens},
-        {"arena_bytes", compiled.arenaBytes},
-        {"kernels", compiled.kernelSummaries}}},
-      {"compile",
-       {{"emit_seconds", compiled.emitSeconds},
-        {"compile_seconds", compiled.compileSeconds}}}};
-
-  runtime::ArtifactWriter writer;
-  writer.addSection(runtime::section::kManifest, manifest.dump(2));
-  writer.addSection(runtime::section::kCode, readFile(compiled.libraryPath));
-  writer.addSectionFromFile(runtime::section::kWeights, compiled.weightsPath,
-                            runtime::kPageAlignment);
-  writer.addSection(runtime::section::kTokenizer,
-                    runtime::tokenizerSpecToJson(tokenizer.spec()));
-  std::vector<std::pair<std::string, std::string>> sources;
-  for (const codegen::SourceFile &file : compiled.sources)
-    sources.push_back({file.name, file.text});
-  writer.addSection(runtime::section::kSources, runtime::packSources(sources));
-  writer.write(output);
+  codegen::ArtifactModelInfo info;
+  info.source = fs::absolute(o.model).string();
+  info.contextLength = o.context > 0 ? o.context : model.contextLength;
+  info.stopsAtEos = model.stopsAtEos;
+  info.tokenizer = tokenizer.spec();
+  codegen::writeArtifact(*model.module, compiled, step, info, output);
   progress.done();
 }
 
