@@ -86,37 +86,52 @@ int64_t WeightPacker::append(const void *data, int64_t bytes) {
 }
 
 int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type,
-                                 int64_t pairLanes) {
+                                 PanelLayout layout, int64_t lanes) {
   auto shape = cast<RankedTensorType>(weight.getType()).getShape();
   int64_t n = shape[0], k = shape[1];
+  if (layout != PanelLayout::Plain && type != PackedType::BF16)
+    throw std::runtime_error("codegen: pair layouts are for bf16 panels");
+  if (layout == PanelLayout::LanePairs && (lanes <= 0 || nr % (2 * lanes)))
+    throw std::runtime_error("codegen: lane pairs need nr a multiple of "
+                             "twice the vector width");
   std::string name;
   std::vector<float> w = read(weight, name);
-  std::string key = (name + "|panels" + llvm::Twine(nr) + "|" +
-                     packedTypeName(type) + "|pairs" + llvm::Twine(pairLanes))
-                        .str();
+  static const char *layoutNames[] = {"", " (lane pairs)", " (k pairs)"};
+  const char *layoutName = layoutNames[int(layout)];
+  std::string key =
+      (name + "|panels" + llvm::Twine(nr) + "|" + packedTypeName(type) +
+       layoutName + "|" + llvm::Twine(lanes))
+          .str();
   if (auto it = packed.find(key); it != packed.end())
     return it->second;
+  // k rows per panel: K, or K rounded up to pairs.
+  int64_t kp = layout == PanelLayout::KPairs ? k + (k & 1) : k;
   int64_t panels = (n + nr - 1) / nr;
-  std::vector<float> panel(panels * k * nr, 0.0f);
+  std::vector<float> panel(panels * kp * nr, 0.0f);
   for (int64_t p = 0; p < panels; ++p)
     for (int64_t kk = 0; kk < k; ++kk)
-      for (int64_t r = 0; r < nr && p * nr + r < n; ++r)
-        panel[(p * k + kk) * nr + r] = w[(p * nr + r) * k + kk];
+      for (int64_t r = 0; r < nr && p * nr + r < n; ++r) {
+        float value = w[(p * nr + r) * k + kk];
+        if (layout == PanelLayout::KPairs) // pair row kk / 2, lane r
+          panel[(p * kp + kk - kk % 2) * nr + 2 * r + kk % 2] = value;
+        else
+          panel[(p * kp + kk) * nr + r] = value;
+      }
+  if (layout == PanelLayout::LanePairs) {
+    // Within each group of 2L columns: lane l = columns (l, l + L).
+    std::vector<float> paired(panel.size());
+    for (size_t row = 0; row < panel.size(); row += size_t(nr))
+      for (int64_t g = 0; g < nr; g += 2 * lanes)
+        for (int64_t l = 0; l < lanes; ++l) {
+          paired[row + g + 2 * l] = panel[row + g + l];
+          paired[row + g + 2 * l + 1] = panel[row + g + lanes + l];
+        }
+    panel.swap(paired);
+  }
   int64_t offset;
   if (type == PackedType::F32) {
     offset = append(panel.data(), int64_t(panel.size()) * 4);
   } else {
-    if (pairLanes > 0) {
-      // Within each group of 2L columns: lane l = columns (l, l + L).
-      std::vector<float> paired(panel.size());
-      for (size_t row = 0; row < panel.size(); row += size_t(nr))
-        for (int64_t g = 0; g < nr; g += 2 * pairLanes)
-          for (int64_t l = 0; l < pairLanes; ++l) {
-            paired[row + g + 2 * l] = panel[row + g + l];
-            paired[row + g + 2 * l + 1] = panel[row + g + pairLanes + l];
-          }
-      panel.swap(paired);
-    }
     std::vector<uint16_t> narrow(panel.size());
     for (size_t i = 0; i < panel.size(); ++i)
       narrow[i] = type == PackedType::F16 ? formats::floatToHalf(panel[i])
@@ -124,11 +139,11 @@ int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type,
     offset = append(narrow.data(), int64_t(narrow.size()) * 2);
   }
   packed[key] = offset;
-  described.push_back(
-      (name + ": [" + llvm::Twine(n) + ", " + llvm::Twine(k) +
-       "] in panels of " + llvm::Twine(nr) + " rows, " + packedTypeName(type) +
-       (pairLanes ? " (lane pairs)" : "") + ", at " + llvm::Twine(offset))
-          .str());
+  described.push_back((name + ": [" + llvm::Twine(n) + ", " + llvm::Twine(k) +
+                       "] in panels of " + llvm::Twine(nr) + " rows, " +
+                       packedTypeName(type) + layoutName + ", at " +
+                       llvm::Twine(offset))
+                          .str());
   return offset;
 }
 

@@ -33,6 +33,20 @@ namespace kiln::codegen {
 
 enum class PackedType { F32, F16, BF16 };
 
+/// How the values of one k row of a panel are ordered.
+enum class PanelLayout {
+  /// Columns in order: nr values of k, then nr values of k + 1, ...
+  Plain,
+  /// bf16 only, nr a multiple of 2L for L lanes: each group of 2L columns is
+  /// stored as L 32-bit lanes holding columns (c, c + L), so one load widens
+  /// to two f32 vectors with a shift and a mask.
+  LanePairs,
+  /// bf16 only: k rows in pairs (k, k + 1), each column's two values in one
+  /// 32-bit lane, K padded with zero to even: the operand order of bf16 dot
+  /// products (vdpbf16ps).
+  KPairs,
+};
+
 llvm::StringRef packedTypeName(PackedType type);
 /// Bytes of one element.
 int64_t packedTypeBytes(PackedType type);
@@ -45,12 +59,11 @@ public:
   WeightPacker(WeightProvider &provider, const std::string &path);
 
   /// Offset of `weight` (a kiln.weight, or a kiln.concat of them along axis
-  /// 0) packed in panels of `nr` rows, as `type`. With `pairLanes` L > 0
-  /// (bf16 only; nr a multiple of 2L), each group of 2L columns of a k row is
-  /// stored interleaved as L 32-bit lanes holding columns (c, c + L): one
-  /// load then widens to two f32 vectors with a shift and a mask.
+  /// 0) packed in panels of `nr` rows, as `type`, laid out as `layout` says
+  /// (`lanes`: the kernel's vector width in floats, for LanePairs).
   int64_t packPanels(mlir::Value weight, int64_t nr, PackedType type,
-                     int64_t pairLanes = 0);
+                     PanelLayout layout = PanelLayout::Plain,
+                     int64_t lanes = 0);
   /// Offset of `weight` row-major as f32.
   int64_t packPlain(mlir::Value weight);
 

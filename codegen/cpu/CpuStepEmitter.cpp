@@ -289,7 +289,13 @@ void CpuStepEmitter::emitGemm(Operation *op) {
   int64_t mr = tile(op, "prefill", "mr");
   // bf16 panels with an even number of vectors per row load as lane pairs.
   int64_t vectorFloats = target.cpu().vectorFloats();
-  bool bf16Pairs = packed == PackedType::BF16 && (nr / vectorFloats) % 2 == 0;
+  // bf16 panels multiply in bf16 dot products (vdpbf16ps) where the
+  // target has them: weights and activations as pairs along K. Otherwise
+  // panels with an even number of vectors per row load as lane pairs.
+  bool bf16Dot = packed == PackedType::BF16 && target.cpu().avx512bf16 &&
+                 vectorFloats == 16;
+  bool bf16Pairs =
+      packed == PackedType::BF16 && !bf16Dot && (nr / vectorFloats) % 2 == 0;
   std::string cases;
   for (int64_t m = 1; m <= mr; ++m)
     cases += "  case " + str(m) + ":\n    return block<" + str(m) +
@@ -312,6 +318,7 @@ void CpuStepEmitter::emitGemm(Operation *op) {
        {"HAS_PROLOGUE", normWeight ? "true" : "false"},
        {"HAS_ACTIVATION", activation != "identity" ? "true" : "false"},
        {"BF16_PAIRS", bf16Pairs ? "true" : "false"},
+       {"BF16_DOT", bf16Dot ? "true" : "false"},
        {"WTYPE", wtype},
        {"ACTIVATION", activation},
        {"EPSILON", normEpsilon
@@ -325,15 +332,23 @@ void CpuStepEmitter::emitGemm(Operation *op) {
   std::string details = "[" + str(n) + ", " + str(k) + "] weights " +
                         typeString(weightType) + (up ? " (gate and up)" : "") +
                         ", packed " + packedTypeName(packed).str() +
-                        " in panels of " + str(nr) + "; " + tilesSummary(op);
+                        " in panels of " + str(nr) +
+                        (bf16Dot ? " as k pairs (bf16 dot products)" : "") +
+                        "; " + tilesSummary(op);
   std::string name =
       useKernel(up ? "swiglu" : "gemm", body, declaration, op, details);
 
-  if (normWeight)
-    scratchBytes = std::max(scratchBytes, maxTokens * k * 4);
+  // Scratch: the normalized rows (f32), then for bf16 dot products the
+  // rows as bf16 pairs.
+  int64_t scratch = (normWeight ? maxTokens * k * 4 : 0) +
+                    (bf16Dot ? maxTokens * (k + (k & 1)) * 2 : 0);
+  scratchBytes = std::max(scratchBytes, scratch);
   auto packedPointer = [&](Value w) {
+    PanelLayout layout = bf16Dot     ? PanelLayout::KPairs
+                         : bf16Pairs ? PanelLayout::LanePairs
+                                     : PanelLayout::Plain;
     return "a->weights + " +
-           str(packer->packPanels(w, nr, packed, bf16Pairs ? vectorFloats : 0));
+           str(packer->packPanels(w, nr, packed, layout, vectorFloats));
   };
   std::string result = pointer(op->getResult(0), op);
   call(op, "kiln_gen::" + name + "(a, " + rows(input) + ", " +

@@ -9,7 +9,8 @@
 // avx2 (16 ymm registers of 8 floats; L1d 32 KiB, L2 512 KiB, L3 32 MiB over
 // 8 cores) and f32 weights:
 //  - register block: 6 x 16 (12 accumulators, 2 weight loads, 1 broadcast);
-//  - k: 16 KiB / (16·4 + 6·4 bytes per k) = 186 -> 184, but K = 100;
+//  - k: a quarter of L2, 128 KiB / (16·4 + 6·4 bytes per k) = 1489 -> 1488,
+//    but K = 100;
 //  - m: 256 KiB / (100·4) = 655 -> 654 rows, capped at 512 tokens -> 516;
 //  - n: N split over 8 cores: ceil(172 / 8) = 22 -> 32 (a multiple of nr);
 //  - decode n: 4 tasks per core: ceil(172 / 32) = 6 -> 16.
@@ -18,7 +19,7 @@
 // AVX2-LABEL: func @matmul_odd
 // AVX2: kiln.matmul {{.*}}kiln.tiles = {decode = {k = 100 : i64, m = 1 : i64, mr = 1 : i64, n = 16 : i64, nr = 16 : i64, order = ["n", "k"], parallel = "n"}, kind = "gemm", prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 32 : i64, nr = 16 : i64, order = ["n", "k", "m"], parallel = "n"}, prefill_from = 6 : i64, source = "target avx2"}
 // AVX512-LABEL: func @matmul_odd
-// AVX512: kiln.matmul {{.*}}decode = {k = 100 : i64, m = 1 : i64, mr = 1 : i64, n = 64 : i64, nr = 64 : i64, {{.*}}prefill = {k = 80 : i64, m = 516 : i64, mr = 6 : i64, n = 64 : i64, nr = 64 : i64, {{.*}}prefill_from = 6
+// AVX512: kiln.matmul {{.*}}decode = {k = 100 : i64, m = 1 : i64, mr = 1 : i64, n = 64 : i64, nr = 64 : i64, {{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 64 : i64, nr = 64 : i64, {{.*}}prefill_from = 6
 // PORTABLE-LABEL: func @matmul_odd
 // PORTABLE: kiln.matmul {{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 48 : i64, nr = 8 : i64,
 // SM90-LABEL: func @matmul_odd
@@ -53,9 +54,9 @@ func.func @swiglu_f16(%x: tensor<?x100xf32>, %w1: tensor<300x100xf16>, %w3: tens
 // decode GEMV is blocked so the input slice stays in a quarter of L1.
 
 // AVX2-LABEL: func @matmul_q8_0
-// AVX2: kiln.matmul {{.*}}decode = {k = 2048 : i64, m = 1 : i64, mr = 1 : i64, n = 128 : i64, nr = 16 : i64, {{.*}}prefill = {k = 384 : i64, m = 168 : i64, mr = 6 : i64, n = 512 : i64, nr = 16 : i64,
+// AVX2: kiln.matmul {{.*}}decode = {k = 2048 : i64, m = 1 : i64, mr = 1 : i64, n = 128 : i64, nr = 16 : i64, {{.*}}prefill = {k = 2048 : i64, m = 30 : i64, mr = 6 : i64, n = 512 : i64, nr = 16 : i64,
 // AVX512-LABEL: func @matmul_q8_0
-// AVX512: kiln.matmul {{.*}}decode = {k = 3072 : i64, {{.*}}prefill = {k = 256 : i64, m = 516 : i64, mr = 6 : i64, n = 128 : i64, nr = 64 : i64,
+// AVX512: kiln.matmul {{.*}}decode = {k = 3072 : i64, {{.*}}prefill = {k = 4096 : i64, m = 60 : i64, mr = 6 : i64, n = 128 : i64, nr = 64 : i64,
 func.func @matmul_q8_0(%x: tensor<?x4096xf32>, %w: tensor<4096x4096x!kiln.q8_0>) -> tensor<?x4096xf32> {
   %y = kiln.matmul %x, %w : (tensor<?x4096xf32>, tensor<4096x4096x!kiln.q8_0>) -> tensor<?x4096xf32>
   return %y : tensor<?x4096xf32>

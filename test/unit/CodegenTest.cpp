@@ -14,9 +14,9 @@
 // sequences. Odd widths leave a partial panel and a partial block in every
 // GEMM; a tuning file forcing small blocks runs the k-blocked accumulation,
 // partial register blocks and partial KV blocks; f16 and bf16 weights are
-// checked to their rounding (bf16 on every ISA, f16 on the widest). Every run's
-// worst ratio is printed at the end. Llama110mTeacherForced checks the 110M
-// shape against the f32 interpreter.
+// checked to their rounding on every ISA, and bf16 dot products where the
+// CPU has them. Every run's worst ratio is printed at the end.
+// Llama110mTeacherForced checks the 110M shape against the f32 interpreter.
 //
 //===----------------------------------------------------------------------===//
 
@@ -472,10 +472,11 @@ INSTANTIATE_TEST_SUITE_P(Isa, CodegenIsa,
 // Half-precision weights
 //===----------------------------------------------------------------------===//
 
-/// bf16 GEMM panels on every ISA this CPU runs (their lane-pair loads depend
-/// on the vector width), f16 on the widest: within 1e-2 of the double
-/// reference (their rounding, 2^-9 and 2^-12 per weight, not a kernel's
-/// mistake, sets the bound).
+/// bf16 and f16 GEMM panels on every ISA this CPU runs (bf16 lane-pair
+/// loads depend on the vector width; f16 widens with F16C on avx2 and
+/// avx512 and in software on portable): within 1e-2 of the double reference
+/// (their rounding, 2^-9 and 2^-12 per weight, not a kernel's mistake, sets
+/// the bound).
 TEST(Codegen, PackedHalfWeights) {
   std::vector<target::TargetDescription> runnable;
   for (const char *isa : {"avx512", "avx2", "portable"}) {
@@ -485,17 +486,62 @@ TEST(Codegen, PackedHalfWeights) {
   }
   ASSERT_FALSE(runnable.empty()) << "portable code needs no CPU features";
   TestModel m = qwenModel();
-  auto check = [&](const target::TargetDescription &target,
-                   codegen::PackedType type, const std::string &name) {
-    SCOPED_TRACE(target.name + " " + name);
-    ArtifactSetup setup(target);
-    setup.weightType = type;
-    checkAgainstReference(m, setup, 1e-2,
-                          target.name + " " + name + " " + m.name);
-  };
   for (const target::TargetDescription &target : runnable)
-    check(target, codegen::PackedType::BF16, "bf16");
-  check(runnable.front(), codegen::PackedType::F16, "f16");
+    for (codegen::PackedType type :
+         {codegen::PackedType::BF16, codegen::PackedType::F16}) {
+      std::string name = codegen::packedTypeName(type).str();
+      SCOPED_TRACE(target.name + " " + name);
+      ArtifactSetup setup(target);
+      setup.weightType = type;
+      checkAgainstReference(m, setup, 1e-2,
+                            target.name + " " + name + " " + m.name);
+    }
+}
+
+/// bf16 dot products (avx512+bf16: vdpbf16ps over weight and activation
+/// pairs along K). An odd hidden size (171) pads the down projection's
+/// pairs with zero, and odd k blocks from a tuning file (9 and 5) round up
+/// to whole pairs. The activations are rounded to bf16 as well as the
+/// weights, so the bound allows two roundings a product: 1.5e-2.
+TEST(Codegen, Bf16DotProducts) {
+  target::TargetDescription target = parseTargetOrDie("avx512+bf16");
+  std::vector<std::string> missing =
+      runtime::missingCpuFeatures(codegen::requiredCpuFeatures(target));
+  if (!missing.empty())
+    GTEST_SKIP() << "this CPU cannot run avx512+bf16 code: it lacks "
+                 << missing.front();
+  TestModel m = qwenModel();
+  m.name = "qwen-171";
+  m.config.hiddenDim = 171;
+  for (bool smallTiles : {false, true}) {
+    SCOPED_TRACE(smallTiles ? "small tiles" : "default tiles");
+    TempDir dir;
+    ArtifactSetup setup(target);
+    setup.weightType = codegen::PackedType::BF16;
+    if (smallTiles) {
+      setup.tuningFile = (dir.path / "odd-k.txt").string();
+      std::ofstream(setup.tuningFile)
+          << "matmul : prefill m=5 n=32 k=9 mr=3 nr=16\n"
+          << "matmul : decode n=16 k=5 nr=16\n"
+          << "swiglu : prefill m=4 n=16 mr=2 nr=16\n"
+          << "swiglu : decode n=16 nr=16\n";
+    }
+    std::vector<std::pair<std::string, std::string>> sources;
+    checkAgainstReference(m, setup, 1.5e-2,
+                          std::string("avx512+bf16 bf16-dot ") + m.name +
+                              (smallTiles ? " small tiles" : ""),
+                          &sources);
+    int gemms = 0;
+    for (const auto &[file, text] : sources)
+      if (file.find("_gemm.cpp") != std::string::npos ||
+          file.find("_swiglu.cpp") != std::string::npos) {
+        ++gemms;
+        EXPECT_NE(text.find("constexpr bool BF16_DOT = true;"),
+                  std::string::npos)
+            << file;
+      }
+    EXPECT_GE(gemms, 4);
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -54,8 +54,8 @@ std::string format(const char *fmt, double value) {
 //===----------------------------------------------------------------------===//
 
 /// The work of a step, counted from the packed GEMM weights the manifest
-/// lists ("NAME: [N, K] in panels of NR rows, TYPE[ (lane pairs)], at
-/// OFFSET"): these are what the kernels read, classifier included, so the
+/// lists ("NAME: [N, K] in panels of NR rows, TYPE[ (lane pairs)| (k pairs)],
+/// at OFFSET"): these are what the kernels read, classifier included, so the
 /// count follows the artifact rather than a model-shape formula.
 struct StepWork {
   int64_t layers = 0, vocab = 0, dim = 0, qDim = 0;
@@ -100,7 +100,7 @@ StepWork countStepWork(const CompiledModel &model) {
                                     "cannot be counted");
 
   static const std::regex panelEntry(
-      R"(^(.*): \[(\d+), (\d+)\] in panels of (\d+) rows, (f32|f16|bf16)(?: \(lane pairs\))?, at \d+$)");
+      R"(^(.*): \[(\d+), (\d+)\] in panels of (\d+) rows, (f32|f16|bf16)(?: \((?:lane|k) pairs\))?, at \d+$)");
   StepWork work;
   work.layers = info.layers;
   work.vocab = info.vocabSize;
