@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include <unistd.h>
@@ -106,6 +107,28 @@ __attribute__((target("avx512f"))) float fmaChainsAvx512(int64_t iterations,
   return _mm512_reduce_add_ps(sum);
 }
 
+// x = x + p·q + p·q per lane over bf16 pairs, p = bf16(1e-6 · 0.95...) =
+// 2^-20 and q = bf16(0.999999) = 1 (both from the volatile inputs): the
+// chains grow by 2^-19 a step, far from overflow.
+__attribute__((target("avx512f,avx512bf16"))) float
+bf16DotChains(int64_t iterations, float m, float a) {
+  __m512 acc[kAvx512Chains];
+  for (int j = 0; j < kAvx512Chains; ++j)
+    acc[j] = _mm512_set1_ps(float(j));
+  const __m512 pv = _mm512_set1_ps(a * 0.95367431640625f),
+               qv = _mm512_set1_ps(m);
+  const __m512bh p = _mm512_cvtne2ps_pbh(pv, pv),
+                 q = _mm512_cvtne2ps_pbh(qv, qv);
+  for (int64_t it = 0; it < iterations; ++it)
+#pragma clang loop unroll(full)
+    for (int j = 0; j < kAvx512Chains; ++j)
+      acc[j] = _mm512_dpbf16_ps(acc[j], p, q);
+  __m512 sum = acc[0];
+  for (int j = 1; j < kAvx512Chains; ++j)
+    sum = _mm512_add_ps(sum, acc[j]);
+  return _mm512_reduce_add_ps(sum);
+}
+
 constexpr int kAvx2Chains = 12; // of 16 ymm registers, 2 hold m and a
 __attribute__((target("avx2,fma"))) float fmaChainsAvx2(int64_t iterations,
                                                         float m, float a) {
@@ -147,6 +170,7 @@ struct FmaVariant {
   float (*run)(int64_t iterations, float m, float a);
   const char *isa;
   int lanes, chains;
+  int flopsPerLane = 2; ///< per instruction: an FMA's 2, a bf16 dot's 4
 };
 
 /// Whether the CPU has `feature` and KILN_CPU_FEATURES (if set) allows it:
@@ -170,6 +194,18 @@ FmaVariant chooseFmaVariant() {
     return {fmaChainsAvx2, "avx2+fma", 8, kAvx2Chains};
 #endif
   return {fmaChainsScalar, "scalar", 1, kScalarChains};
+}
+
+/// The bf16 dot loop, where the CPU has it.
+std::optional<FmaVariant> chooseBf16DotVariant() {
+#ifdef KILN_PROBE_X86
+  std::vector<std::string> detected = detectCpuFeatures(),
+                           allowed = hostCpuFeatures();
+  if (usable(detected, allowed, "avx512f") &&
+      usable(detected, allowed, "avx512bf16"))
+    return FmaVariant{bf16DotChains, "avx512bf16", 16, kAvx512Chains, 4};
+#endif
+  return std::nullopt;
 }
 
 struct FmaJob {
@@ -213,9 +249,11 @@ BandwidthResult measureTriadBandwidth(ThreadPool &pool, int64_t arrayBytes,
   return result;
 }
 
-FmaPeakResult measureFmaPeak(ThreadPool &pool, int64_t iterations,
-                             int repetitions) {
-  FmaVariant variant = chooseFmaVariant();
+namespace {
+
+/// Runs `variant`'s loop on every thread of `pool` as MachineProbe.h says.
+FmaPeakResult measurePeak(ThreadPool &pool, const FmaVariant &variant,
+                          int64_t iterations, int repetitions) {
   // By default ~10 ms per chunk at 4 GHz with two FMA ports: 80 M FMAs,
   // `chains` of them an iteration, whatever the vector width.
   if (iterations <= 0)
@@ -237,10 +275,26 @@ FmaPeakResult measureFmaPeak(ThreadPool &pool, int64_t iterations,
     if (r == 0 || seconds < best)
       best = seconds;
   }
-  double flops = 2.0 * double(chunks) * double(job.iterations) *
-                 double(result.accumulators) * double(result.lanes);
+  double flops = double(variant.flopsPerLane) * double(chunks) *
+                 double(job.iterations) * double(result.accumulators) *
+                 double(result.lanes);
   result.flopsPerSecond = flops / best;
   return result;
+}
+
+} // namespace
+
+FmaPeakResult measureFmaPeak(ThreadPool &pool, int64_t iterations,
+                             int repetitions) {
+  return measurePeak(pool, chooseFmaVariant(), iterations, repetitions);
+}
+
+FmaPeakResult measureBf16DotPeak(ThreadPool &pool, int64_t iterations,
+                                 int repetitions) {
+  std::optional<FmaVariant> variant = chooseBf16DotVariant();
+  if (!variant)
+    return {};
+  return measurePeak(pool, *variant, iterations, repetitions);
 }
 
 int64_t lastLevelCacheBytes() {
@@ -275,6 +329,9 @@ MachineProbeResult probeMachine(ThreadPool &pool,
   result.threads = pool.threads();
   result.fmaPeak =
       measureFmaPeak(pool, options.fmaIterations, options.fmaRepetitions);
+  if (options.bf16DotPeak)
+    result.bf16DotPeak =
+        measureBf16DotPeak(pool, options.fmaIterations, options.fmaRepetitions);
   int64_t bytes = options.triadArrayBytes > 0 ? options.triadArrayBytes
                                               : defaultTriadBytes();
   result.bandwidth =

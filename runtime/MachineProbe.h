@@ -30,6 +30,11 @@
 //    and addend are read from volatile variables, FMAs are not reassociated
 //    (no fast-math), and the accumulators' sum is returned and stored.
 //
+//  - bf16 dot-product peak, where the CPU has AVX512_BF16 (the rate of
+//    kernels compiled with bf16 weights for a +bf16 target). The same loop
+//    with 16 chains of vdpbf16ps, each lane adding two bf16 products: 4
+//    FLOP per lane and instruction.
+//
 // No MLIR, no LLVM: this is part of kiln_runtime.
 //
 //===----------------------------------------------------------------------===//
@@ -53,6 +58,9 @@ struct MachineProbeOptions {
   /// about 10 ms of work per chunk on a 4 GHz core.
   int64_t fmaIterations = 0;
   int fmaRepetitions = 3;
+  /// Also measure the bf16 dot-product peak (where the CPU has it): `kiln
+  /// bench` asks for it when an artifact's GEMMs use bf16 dot products.
+  bool bf16DotPeak = false;
 };
 
 struct BandwidthResult {
@@ -73,9 +81,12 @@ struct MachineProbeResult {
   int threads = 0;
   BandwidthResult bandwidth;
   FmaPeakResult fmaPeak;
+  /// flopsPerSecond 0 (and isa empty) unless asked for, and where the CPU
+  /// has no bf16 dot products or KILN_CPU_FEATURES hides them.
+  FmaPeakResult bf16DotPeak;
 };
 
-/// Measures both limits on `pool`'s threads.
+/// Measures the limits on `pool`'s threads (the bf16 dot peak if asked).
 MachineProbeResult probeMachine(ThreadPool &pool,
                                 const MachineProbeOptions &options = {});
 
@@ -89,6 +100,11 @@ BandwidthResult measureTriadBandwidth(ThreadPool &pool, int64_t arrayBytes,
 /// does not leave the others idle at the end of a run).
 FmaPeakResult measureFmaPeak(ThreadPool &pool, int64_t iterations,
                              int repetitions);
+
+/// The vdpbf16ps loop described above, as measureFmaPeak runs its loop;
+/// an empty result where the CPU cannot run it.
+FmaPeakResult measureBf16DotPeak(ThreadPool &pool, int64_t iterations,
+                                 int repetitions);
 
 /// The last-level cache in bytes as the C library reports it, or 0.
 int64_t lastLevelCacheBytes();

@@ -100,6 +100,36 @@ TEST(MachineProbe, CpuFeatureOverrideNarrowsTheChoice) {
   EXPECT_GT(r.flopsPerSecond, 0);
 }
 
+TEST(MachineProbe, Bf16DotPeakWhereTheCpuHasIt) {
+  std::vector<std::string> features = detectCpuFeatures();
+  bool has = std::find(features.begin(), features.end(), "avx512bf16") !=
+             features.end();
+  ThreadPool pool(1);
+  FmaPeakResult r = measureBf16DotPeak(pool, 1000, 1);
+  if (!has) {
+    EXPECT_EQ(r.flopsPerSecond, 0);
+    EXPECT_EQ(r.isa, "");
+    GTEST_SKIP() << "this CPU has no avx512bf16";
+  }
+  EXPECT_EQ(r.isa, "avx512bf16");
+  EXPECT_EQ(r.lanes, 16);
+  EXPECT_TRUE(std::isfinite(r.flopsPerSecond));
+  EXPECT_GT(r.flopsPerSecond, 0);
+  std::printf("bf16 dot peak, 1 thread: %.1f GFLOP/s\n",
+              r.flopsPerSecond / 1e9);
+
+  // KILN_CPU_FEATURES hides it, as it hides AVX-512 from the FMA loop.
+  const char *old = std::getenv(kCpuFeaturesEnv);
+  std::string saved = old ? old : "";
+  setenv(kCpuFeaturesEnv, "avx2,fma,avx512f", 1);
+  FmaPeakResult hidden = measureBf16DotPeak(pool, 10, 1);
+  if (old)
+    setenv(kCpuFeaturesEnv, saved.c_str(), 1);
+  else
+    unsetenv(kCpuFeaturesEnv);
+  EXPECT_EQ(hidden.flopsPerSecond, 0);
+}
+
 TEST(MachineProbe, ProbeMachineUsesThePoolAndTheOptions) {
   ThreadPool pool(2);
   MachineProbeOptions options;
@@ -112,6 +142,7 @@ TEST(MachineProbe, ProbeMachineUsesThePoolAndTheOptions) {
   EXPECT_EQ(r.bandwidth.arrayBytes, kSmallArray);
   EXPECT_GT(r.bandwidth.bytesPerSecond, 0);
   EXPECT_GT(r.fmaPeak.flopsPerSecond, 0);
+  EXPECT_EQ(r.bf16DotPeak.flopsPerSecond, 0) << "measured only if asked";
 }
 
 TEST(MachineProbe, DefaultArraysAreFarLargerThanTheCache) {

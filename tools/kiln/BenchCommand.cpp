@@ -68,6 +68,9 @@ struct StepWork {
   int64_t gemmBytes = 0;
   int64_t gemmEntries = 0;
   int64_t weightsSectionBytes = 0;
+  /// The GEMMs multiply in bf16 dot products (panels packed as k pairs):
+  /// prefill is then measured against the bf16 dot peak.
+  bool bf16Dot = false;
 
   /// FLOPs per token of a P-token prefill with logits for its last row:
   /// 2 per GEMM weight parameter, the classifier's shared by the P tokens,
@@ -100,7 +103,7 @@ StepWork countStepWork(const CompiledModel &model) {
                                     "cannot be counted");
 
   static const std::regex panelEntry(
-      R"(^(.*): \[(\d+), (\d+)\] in panels of (\d+) rows, (f32|f16|bf16)(?: \((?:lane|k) pairs\))?, at \d+$)");
+      R"(^(.*): \[(\d+), (\d+)\] in panels of (\d+) rows, (f32|f16|bf16)(?: \((lane|k) pairs\))?, at \d+$)");
   StepWork work;
   work.layers = info.layers;
   work.vocab = info.vocabSize;
@@ -117,6 +120,7 @@ StepWork countStepWork(const CompiledModel &model) {
     int64_t n = std::stoll(m[2]), k = std::stoll(m[3]), nr = std::stoll(m[4]);
     work.gemmBytes += (n + nr - 1) / nr * nr * k * packedBytes(m[5]);
     ++work.gemmEntries;
+    work.bf16Dot = work.bf16Dot || m[6] == "k";
     if (n == info.vocabSize && work.classifierParameters == 0) {
       work.classifierParameters = n * k;
       work.dim = k;
@@ -360,6 +364,7 @@ ThreadResult benchThreads(const BenchOptions &o, int threads, bool verify,
   progress(who + "measuring the machine (FMA peak, triad bandwidth)");
   runtime::MachineProbeOptions probe;
   probe.triadArrayBytes = o.triadArrayBytes;
+  probe.bf16DotPeak = work.bf16Dot;
   result.machine = runtime::probeMachine(model->threadPool(), probe);
   for (int64_t p : o.promptTokens) {
     progress(who + "prefill of " + std::to_string(p) + " tokens");
@@ -424,6 +429,22 @@ double decodeTokensPerSecond(const Report &r, const ThreadResult &t) {
   return double(r.options.genTokens) / t.decode.best();
 }
 
+/// The compute limit prefill runs into: the bf16 dot peak when the GEMMs
+/// multiply in bf16 dot products and the probe measured it, else the FP32
+/// FMA peak.
+const runtime::FmaPeakResult &prefillPeak(const Report &r,
+                                          const ThreadResult &t) {
+  const runtime::MachineProbeResult &m = t.machine;
+  return r.work.bf16Dot && m.bf16DotPeak.flopsPerSecond > 0 ? m.bf16DotPeak
+                                                            : m.fmaPeak;
+}
+
+/// "FMA peak" or "bf16 dot peak", for labels.
+std::string prefillPeakName(const Report &r) {
+  return prefillPeak(r, r.runs.front()).isa == "avx512bf16" ? "bf16 dot peak"
+                                                            : "FMA peak";
+}
+
 void printTable(const Report &r) {
   const StepWork &w = r.work;
   const runtime::ArtifactManifest &m = r.manifest;
@@ -469,6 +490,14 @@ void printTable(const Report &r) {
       [](const ThreadResult &t) {
         return format("%.1f GFLOP/s", t.machine.fmaPeak.flopsPerSecond / 1e9);
       });
+  if (first.bf16DotPeak.flopsPerSecond > 0)
+    row("bf16 dot peak (" + first.bf16DotPeak.isa + " vdpbf16ps, " +
+            std::to_string(first.bf16DotPeak.accumulators) + " chains x " +
+            std::to_string(first.bf16DotPeak.lanes) + " lanes)",
+        [](const ThreadResult &t) {
+          return format("%.1f GFLOP/s",
+                        t.machine.bf16DotPeak.flopsPerSecond / 1e9);
+        });
   row("memory bandwidth, triad (3 x " +
           format("%.0f", double(first.bandwidth.arrayBytes) / (1 << 20)) +
           " MiB)",
@@ -481,17 +510,18 @@ void printTable(const Report &r) {
       const PrefillResult &p = t.prefill[i];
       return format("%.1f", double(p.promptTokens) / p.samples.best());
     });
-    row(pp + " GFLOP/s (of FMA peak)", [&](const ThreadResult &t) {
-      const PrefillResult &p = t.prefill[i];
-      double flops =
-          p.flopsPerToken * double(p.promptTokens) / p.samples.best();
-      return format("%.1f", flops / 1e9) +
-             format(" (%.0f%%)",
-                    100.0 * flops / t.machine.fmaPeak.flopsPerSecond);
-    });
+    row(pp + " GFLOP/s (of " + prefillPeakName(r) + ")",
+        [&](const ThreadResult &t) {
+          const PrefillResult &p = t.prefill[i];
+          double flops =
+              p.flopsPerToken * double(p.promptTokens) / p.samples.best();
+          return format("%.1f", flops / 1e9) +
+                 format(" (%.0f%%)",
+                        100.0 * flops / prefillPeak(r, t).flopsPerSecond);
+        });
     row(pp + " roofline tokens/s (peak / FLOPs a token)",
         [&](const ThreadResult &t) {
-          return format("%.1f", t.machine.fmaPeak.flopsPerSecond /
+          return format("%.1f", prefillPeak(r, t).flopsPerSecond /
                                     t.prefill[i].flopsPerToken);
         });
   }
@@ -568,6 +598,9 @@ json reportJson(const Report &r) {
                     {"triad_array_bytes", mp.bandwidth.arrayBytes},
                     {"triad_repetitions", mp.bandwidth.repetitions},
                     {"triad_counts_write_allocate", false}};
+    if (mp.bf16DotPeak.flopsPerSecond > 0)
+      machine["bf16_dot_peak_gflops"] = mp.bf16DotPeak.flopsPerSecond / 1e9;
+    const runtime::FmaPeakResult &peak = prefillPeak(r, t);
     json prefill = json::array();
     for (const PrefillResult &p : t.prefill) {
       double best = double(p.promptTokens) / p.samples.best();
@@ -580,8 +613,9 @@ json reportJson(const Report &r) {
       e["gflops"] = best * p.flopsPerToken / 1e9;
       e["fraction_of_fma_peak"] =
           best * p.flopsPerToken / mp.fmaPeak.flopsPerSecond;
-      e["roofline_tokens_per_second"] =
-          mp.fmaPeak.flopsPerSecond / p.flopsPerToken;
+      e["peak"] = peak.isa == "avx512bf16" ? "bf16_dot" : "fma";
+      e["fraction_of_peak"] = best * p.flopsPerToken / peak.flopsPerSecond;
+      e["roofline_tokens_per_second"] = peak.flopsPerSecond / p.flopsPerToken;
       prefill.push_back(e);
     }
     double tps = decodeTokensPerSecond(r, t);
@@ -731,7 +765,7 @@ void drawPlot(const Report &r) {
     s << t.threads;
     for (const PrefillResult &p : t.prefill)
       s << " " << double(p.promptTokens) / p.samples.best() << " "
-        << t.machine.fmaPeak.flopsPerSecond / p.flopsPerToken;
+        << prefillPeak(r, t).flopsPerSecond / p.flopsPerToken;
     s << " " << decodeTokensPerSecond(r, t) << " "
       << t.machine.bandwidth.bytesPerSecond / double(r.work.gemmBytes) << "\n";
   }
@@ -742,7 +776,7 @@ void drawPlot(const Report &r) {
     s << "$data using 1:" << column << " with linespoints lw 2 lc " << color
       << " title " << quoted(pp) << ", $data using 1:" << column + 1
       << " with lines dt 2 lc " << color << " title "
-      << quoted(pp + " roofline (FMA peak)") << ", ";
+      << quoted(pp + " roofline (" + prefillPeakName(r) + ")") << ", ";
     column += 2;
     ++color;
   }
