@@ -175,6 +175,22 @@ inline vfloat vexp(vfloat x) {
   return y * scale;
 }
 
+// The largest and the sum of a vector's lanes.
+inline float hmax(vfloat v) {
+  float lanes[V], top = -INFINITY;
+  vstore(lanes, v);
+  for (int i = 0; i < V; ++i)
+    top = lanes[i] > top ? lanes[i] : top;
+  return top;
+}
+inline float hsum(vfloat v) {
+  float lanes[V], total = 0.0f;
+  vstore(lanes, v);
+  for (int i = 0; i < V; ++i)
+    total += lanes[i];
+  return total;
+}
+
 // Runs fn(ctx, begin, end) over [0, n) on the runtime's thread pool.
 inline void parallel(const kiln_step_args *a, int64_t n, kiln_task_fn fn,
                      void *ctx) {
@@ -547,11 +563,148 @@ bool contiguous(const kiln_step_args *a, int64_t t0, int64_t t1) {
   return true;
 }
 
+// Query rows a register block of attend_rows holds: R rows' outputs (D / V
+// vectors each) in half of the vector registers, so each key and value
+// vector loaded serves R rows. One row where D is not whole vectors.
+constexpr int VECTOR_REGISTERS = V == 16 ? 32 : 16;
+constexpr int64_t ROW_GROUP =
+    D % V != 0 ? 1
+    : VECTOR_REGISTERS / 2 / (D / V) < 1 ? 1
+    : VECTOR_REGISTERS / 2 / (D / V) > 8 ? 8
+                                          : VECTOR_REGISTERS / 2 / (D / V);
+
+// What attend_rows keeps for its Q_BLOCK rows over the key blocks.
+struct RowsState {
+  const float *q;      // row 0's query (rows H * D apart)
+  const float *values; // position 0's values (position_stride apart)
+  int64_t stride;      // position_stride
+  int64_t p0;          // row 0's position
+  float m[Q_BLOCK], l[Q_BLOCK], acc[Q_BLOCK][D];
+  float kt[D][KV_PADDED]; // the key block, transposed, zero past its end
+};
+
+// Rows [r0, r0 + R) against the key block at s0 of n positions: their
+// scores as R outer products over kt (each kt vector loaded once for the R
+// rows), each row's online softmax, then the weighted values with each
+// value vector loaded once for the R rows. A row that sees no position of
+// the block is left as it was.
+template <int R>
+void attend_block(RowsState &st, int64_t r0, int64_t s0, int64_t n) {
+  bool sees[R];
+  float score[R][KV_PADDED];
+  vfloat sum[R][KV_VECTORS];
+  for (int r = 0; r < R; ++r) {
+    int64_t pos = st.p0 + r0 + r;
+    int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
+    sees[r] = s0 <= pos && s0 + n > lo;
+    for (int64_t j = 0; j < KV_VECTORS; ++j)
+      sum[r][j] = vfloat{};
+  }
+  for (int64_t i = 0; i < D; ++i) {
+    vfloat k[KV_VECTORS];
+    for (int64_t j = 0; j < KV_VECTORS; ++j)
+      k[j] = vload(&st.kt[i][j * V]);
+    for (int r = 0; r < R; ++r) {
+      float qi = st.q[(r0 + r) * H * D + i];
+      for (int64_t j = 0; j < KV_VECTORS; ++j)
+        sum[r][j] += qi * k[j];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    if (!sees[r])
+      continue;
+    int64_t row = r0 + r, pos = st.p0 + row;
+    int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
+    float *sc = score[r];
+    if (n == KV_PADDED && s0 + n - 1 <= pos && s0 >= lo) {
+      // The row sees the whole block (all but the diagonal block of a
+      // causal prefill): no mask, the maximum and the sum in vectors.
+      vfloat sv[KV_VECTORS], top;
+      for (int64_t j = 0; j < KV_VECTORS; ++j) {
+        sv[j] = sum[r][j] * SCALE;
+        top = j ? (sv[j] > top ? sv[j] : top) : sv[j];
+      }
+      float blockMax = hmax(top);
+      float mNew = blockMax > st.m[row] ? blockMax : st.m[row];
+      float correction = expf(st.m[row] - mNew);
+      for (int64_t i = 0; i < D; ++i)
+        st.acc[row][i] *= correction;
+      vfloat total = vfloat{};
+      for (int64_t j = 0; j < KV_VECTORS; ++j) {
+        vfloat e = vexp(sv[j] - mNew);
+        vstore(sc + j * V, e);
+        total += e;
+      }
+      st.l[row] = st.l[row] * correction + hsum(total);
+      st.m[row] = mNew;
+      continue;
+    }
+    for (int64_t j = 0; j < KV_VECTORS; ++j)
+      vstore(sc + j * V, sum[r][j] * SCALE);
+    float blockMax = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t s = s0 + j;
+      if (s > pos || s < lo)
+        sc[j] = -INFINITY;
+      else if (sc[j] > blockMax)
+        blockMax = sc[j];
+    }
+    float mNew = blockMax > st.m[row] ? blockMax : st.m[row];
+    float correction = expf(st.m[row] - mNew);
+    st.l[row] *= correction;
+    for (int64_t i = 0; i < D; ++i)
+      st.acc[row][i] *= correction;
+    for (int64_t j = 0; j < KV_VECTORS; ++j)
+      vstore(sc + j * V, vexp(vload(sc + j * V) - mNew));
+    // Masked positions weigh exactly 0 (vexp clamps below e^-87).
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t s = s0 + j;
+      if (s > pos || s < lo)
+        sc[j] = 0.0f;
+      else
+        st.l[row] += sc[j];
+    }
+    st.m[row] = mNew;
+  }
+  if constexpr (D % V == 0) {
+    // The R rows' outputs stay in registers over the block.
+    vfloat o[R][D / V];
+    for (int r = 0; r < R; ++r)
+      for (int64_t i = 0; i < D / V; ++i)
+        o[r][i] = vload(&st.acc[r0 + r][i * V]);
+    for (int64_t j = 0; j < n; ++j) {
+      const float *v = st.values + (s0 + j) * st.stride;
+      vfloat vv[D / V];
+      for (int64_t i = 0; i < D / V; ++i)
+        vv[i] = vload(v + i * V);
+      for (int r = 0; r < R; ++r) {
+        if (!sees[r])
+          continue;
+        float p = score[r][j];
+        for (int64_t i = 0; i < D / V; ++i)
+          o[r][i] += p * vv[i];
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int64_t i = 0; i < D / V; ++i)
+        vstore(&st.acc[r0 + r][i * V], o[r][i]);
+  } else {
+    for (int r = 0; r < R; ++r) {
+      if (!sees[r])
+        continue;
+      for (int64_t j = 0; j < n; ++j) {
+        float p = score[r][j];
+        const float *v = st.values + (s0 + j) * st.stride;
+        for (int64_t i = 0; i < D; ++i)
+          st.acc[r0 + r][i] += p * v[i];
+      }
+    }
+  }
+}
+
 // Rows [t0, t1) of one head (one sequence, consecutive positions) against
-// blocks of KV_BLOCK cached positions: each key block is transposed once, the
-// scores of every row come from an outer product over it (vectors along the
-// positions, no horizontal sums), then each row's online softmax and its
-// weighted values.
+// blocks of KV_BLOCK cached positions: each key block is transposed once,
+// then groups of ROW_GROUP rows go through it together (attend_block).
 void attend_rows(const Args &g, int64_t h, int64_t t0, int64_t t1) {
   const kiln_kv_cache *c = g.a->cache;
   const int64_t kvh = h / GROUP, rows = t1 - t0;
@@ -559,14 +712,16 @@ void attend_rows(const Args &g, int64_t h, int64_t t0, int64_t t1) {
   int64_t base = g.layer * c->layer_stride +
                  g.a->seq_ids[t0] * c->seq_stride + kvh * D;
   const float *keys = static_cast<const float *>(c->keys) + base;
-  const float *values = static_cast<const float *>(c->values) + base;
-  float m[Q_BLOCK], l[Q_BLOCK], acc[Q_BLOCK][D];
-  float kt[D][KV_PADDED], score[KV_PADDED];
+  RowsState st;
+  st.q = g.q + (t0 * H + h) * D;
+  st.values = static_cast<const float *>(c->values) + base;
+  st.stride = c->position_stride;
+  st.p0 = p0;
   for (int64_t r = 0; r < rows; ++r) {
-    m[r] = -INFINITY;
-    l[r] = 0.0f;
+    st.m[r] = -INFINITY;
+    st.l[r] = 0.0f;
     for (int64_t i = 0; i < D; ++i)
-      acc[r][i] = 0.0f;
+      st.acc[r][i] = 0.0f;
   }
   int64_t first = WINDOW && p0 - WINDOW + 1 > 0 ? p0 - WINDOW + 1 : 0;
   for (int64_t s0 = first; s0 <= last; s0 += KV_BLOCK) {
@@ -574,78 +729,24 @@ void attend_rows(const Args &g, int64_t h, int64_t t0, int64_t t1) {
     for (int64_t j = 0; j < KV_PADDED; ++j) {
       if (j >= n) { // padding past the block's last position
         for (int64_t i = 0; i < D; ++i)
-          kt[i][j] = 0.0f;
+          st.kt[i][j] = 0.0f;
         continue;
       }
       const float *k = keys + (s0 + j) * c->position_stride;
       for (int64_t i = 0; i < D; ++i)
-        kt[i][j] = k[i];
+        st.kt[i][j] = k[i];
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t pos = p0 + r;
-      int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
-      if (s0 > pos || s0 + n <= lo)
-        continue; // nothing this row sees in this block
-      const float *q = g.q + ((t0 + r) * H + h) * D;
-      vfloat sum[KV_VECTORS];
-      for (int64_t j = 0; j < KV_VECTORS; ++j)
-        sum[j] = vfloat{};
-      for (int64_t i = 0; i < D; ++i)
-        for (int64_t j = 0; j < KV_VECTORS; ++j)
-          sum[j] += q[i] * vload(&kt[i][j * V]);
-      float blockMax = -INFINITY;
-      for (int64_t j = 0; j < KV_VECTORS; ++j)
-        vstore(score + j * V, sum[j] * SCALE);
-      for (int64_t j = 0; j < n; ++j) {
-        int64_t s = s0 + j;
-        if (s > pos || s < lo)
-          score[j] = -INFINITY;
-        else if (score[j] > blockMax)
-          blockMax = score[j];
-      }
-      float mNew = blockMax > m[r] ? blockMax : m[r];
-      float correction = expf(m[r] - mNew);
-      l[r] *= correction;
-      for (int64_t i = 0; i < D; ++i)
-        acc[r][i] *= correction;
-      for (int64_t j = 0; j < KV_VECTORS; ++j)
-        vstore(score + j * V, vexp(vload(score + j * V) - mNew));
-      if constexpr (D % V == 0) {
-        // The row's output stays in registers over the block.
-        vfloat o[D / V];
-        for (int64_t i = 0; i < D / V; ++i)
-          o[i] = vload(&acc[r][i * V]);
-        for (int64_t j = 0; j < n; ++j) {
-          int64_t s = s0 + j;
-          if (s > pos || s < lo)
-            continue;
-          float p = score[j];
-          l[r] += p;
-          const float *v = values + s * c->position_stride;
-          for (int64_t i = 0; i < D / V; ++i)
-            o[i] += p * vload(v + i * V);
-        }
-        for (int64_t i = 0; i < D / V; ++i)
-          vstore(&acc[r][i * V], o[i]);
-      } else {
-        for (int64_t j = 0; j < n; ++j) {
-          int64_t s = s0 + j;
-          if (s > pos || s < lo)
-            continue;
-          float p = score[j];
-          l[r] += p;
-          const float *v = values + s * c->position_stride;
-          for (int64_t i = 0; i < D; ++i)
-            acc[r][i] += p * v[i];
-        }
-      }
-      m[r] = mNew;
-    }
+    // Rows before the block's first position (s0 - p0) see none of it.
+    int64_t r = s0 - p0 > 0 ? s0 - p0 : 0;
+    for (; r + ROW_GROUP <= rows; r += ROW_GROUP)
+      attend_block<ROW_GROUP>(st, r, s0, n);
+    for (; r < rows; ++r)
+      attend_block<1>(st, r, s0, n);
   }
   for (int64_t r = 0; r < rows; ++r) {
     float *y = g.y + ((t0 + r) * H + h) * D;
     for (int64_t i = 0; i < D; ++i)
-      y[i] = acc[r][i] / l[r];
+      y[i] = st.acc[r][i] / st.l[r];
   }
 }
 
