@@ -287,7 +287,6 @@ void CpuStepEmitter::emitGemm(Operation *op) {
                       : packed == PackedType::F16 ? "_Float16"
                                                   : "bf16";
   int64_t mr = tile(op, "prefill", "mr");
-  // bf16 panels with an even number of vectors per row load as lane pairs.
   int64_t vectorFloats = target.cpu().vectorFloats();
   // bf16 panels multiply in bf16 dot products (vdpbf16ps) where the
   // target has them: weights and activations as pairs along K. Otherwise
