@@ -250,11 +250,6 @@ constexpr bool SWIGLU = $SWIGLU, HAS_BIAS = $HAS_BIAS,
 constexpr bool BF16_DOT = $BF16_DOT;
 constexpr int64_t KP = BF16_DOT ? K + (K & 1) : K; // k rows of a panel
 typedef $WTYPE wtype; // packed weight element
-// Decode streams each panel once from memory: the GEMV asks for the
-// weights this far ahead of the ones it multiplies (software prefetch; the
-// hardware prefetchers alone left one Zen 4 core at 80% of the measured
-// bandwidth, 1.25x slower; 2-16 KiB ahead all measured alike).
-constexpr int64_t PREFETCH_BYTES = 4096;
 
 struct Args {
   const float *x;        // [rows, K], normalized when HAS_PROLOGUE
@@ -265,16 +260,6 @@ struct Args {
   float *y;              // [rows, N]
   int64_t rows, kBlock, panelsPerTask, mBlock;
 };
-
-// The weights `steps` k rows of a panel hold, PREFETCH_BYTES ahead of w
-// (and of w2 for swiglu's second panel).
-inline void prefetch_ahead(const wtype *w, const wtype *w2, int steps) {
-  for (int64_t j = 0; j < steps * NR * (int64_t)sizeof(wtype); j += 64) {
-    __builtin_prefetch((const char *)w + PREFETCH_BYTES + j);
-    if (SWIGLU)
-      __builtin_prefetch((const char *)w2 + PREFETCH_BYTES + j);
-  }
-}
 
 // Rows [m0, m0 + M) x columns of one panel, reduction [k0, k0 + kl): the
 // register block. `first` starts from the bias, later k blocks add to y;
@@ -296,8 +281,6 @@ inline void block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
     // k0 is even; past an odd K the pair's second half is zero in both.
     const uint16_t *xb = g.xb + m0 * KP + k0;
     for (int64_t k = 0; k < kl; k += 2) {
-      if constexpr (M == 1)
-        prefetch_ahead(w + k * NR, SWIGLU ? w2 + k * NR : nullptr, 2);
       vfloat b[NV], b2[SWIGLU ? NV : 1];
       for (int j = 0; j < NV; ++j) {
         b[j] = vload_bits(w + k * NR + 2 * j * V);
@@ -316,8 +299,6 @@ inline void block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
     }
   } else {
     for (int64_t k = 0; k < kl; ++k) {
-      if constexpr (M == 1)
-        prefetch_ahead(w + k * NR, SWIGLU ? w2 + k * NR : nullptr, 1);
       vfloat b[NV], b2[SWIGLU ? NV : 1];
       if constexpr (BF16_PAIRS) {
         // 2V bf16 weights in one load, lanes holding columns (c, c + V).
