@@ -33,6 +33,9 @@ struct BenchOptions {
   std::string json; ///< write every number here
   std::string plot; ///< draw tokens/s vs threads here (PNG, gnuplot)
   bool profile = false;
+  /// Leave the artifact's pages in the page cache as they are, instead of
+  /// evicting them before each load (see bench/README.md, "Page cache").
+  bool keepPageCache = false;
   std::string command; ///< the command line, quoted in the report's header
 };
 

@@ -637,6 +637,9 @@ int main(int argc, char **argv) {
                        "Draw tokens/s vs threads into this PNG (gnuplot)");
   benchCmd->add_flag("--profile", benchOptions.profile,
                      "Add per-kernel time tables for a prefill and a decode");
+  benchCmd->add_flag("--keep-page-cache", benchOptions.keepPageCache,
+                     "Do not evict the artifact from the page cache before "
+                     "each load (bench/README.md)");
 
   CLI11_PARSE(app, argc, argv);
 
