@@ -66,14 +66,18 @@ func.func @matmul_q8_0(%x: tensor<?x4096xf32>, %w: tensor<4096x4096x!kiln.q8_0>)
 
 // Norms are tiled by rows, attention by query rows and cached positions:
 // avx2 keeps a block of keys and one of values in half of L1,
-// 16 KiB / (2·64·4) = 32 positions, and q = 16 KiB / (8·64 + 4·32) = 25
-// query rows (queries, accumulators and scores).
+// 16 KiB / (2·64·4) = 32 positions; CPU prefill takes q = 64 query rows
+// (the kernel's limit, at most prefill-tokens). sm_90 keeps q queries,
+// accumulators and scores in the other half of 227 KiB of shared memory:
+// kv = 113.5 KiB / 512 -> 224, q = 113.5 KiB / (8·64 + 4·224) = 82.
 
 // AVX2-LABEL: func @step
 // AVX2: kiln.rms_norm {{.*}}kiln.tiles = {decode = {order = ["rows"], parallel = "rows", rows = 1 : i64}, kind = "rows", prefill = {order = ["rows"], parallel = "rows", rows = 64 : i64}, prefill_from = 2 : i64
-// AVX2: kiln.attention {{.*}}kiln.tiles = {decode = {kv = 32 : i64, order = ["head", "q", "kv"], parallel = "head", q = 1 : i64}, kind = "attention", prefill = {kv = 32 : i64, order = ["head", "q", "kv"], parallel = "head", q = 25 : i64}
+// AVX2: kiln.attention {{.*}}kiln.tiles = {decode = {kv = 32 : i64, order = ["head", "q", "kv"], parallel = "head", q = 1 : i64}, kind = "attention", prefill = {kv = 32 : i64, order = ["head", "q", "kv"], parallel = "head", q = 64 : i64}
 // AVX512-LABEL: func @step
 // AVX512: kiln.attention {{.*}}decode = {kv = 48 : i64,
+// SM90-LABEL: func @step
+// SM90: kiln.attention {{.*}}prefill = {kv = 224 : i64, order = ["head", "q", "kv"], parallel = "head", q = 82 : i64}
 func.func @step(%ids: tensor<?xi32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %rows: tensor<?xi32>,
                 %c: !kiln.kv_cache<layers = 1, kv_heads = 2, head_dim = 64, f32>,
                 %x: tensor<?x64xf32>, %g: tensor<64xf32>, %q: tensor<?x4x64xf32>)
