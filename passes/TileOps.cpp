@@ -216,7 +216,7 @@ TileChoice chooseAttention(const target::CpuTarget &cpu, int64_t headDim,
       cpu.l1dBytes / 2 / (2 * weightBytes(kvType, headDim)), v);
   int64_t q =
       queryRowsStream
-          ? std::clamp<int64_t>(64, 1, prefillTokens)
+          ? std::clamp<int64_t>(prefillTokens, 1, 64)
           : std::clamp<int64_t>(cpu.l1dBytes / 2 / (8 * headDim + 4 * kv), 1,
                                 prefillTokens);
   TileChoice choice;

@@ -616,53 +616,51 @@ void attend_block(RowsState &st, int64_t r0, int64_t s0, int64_t n) {
     int64_t row = r0 + r, pos = st.p0 + row;
     int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
     float *sc = score[r];
-    if (n == KV_PADDED && s0 + n - 1 <= pos && s0 >= lo) {
-      // The row sees the whole block (all but the diagonal block of a
-      // causal prefill): no mask, the maximum and the sum in vectors.
-      vfloat sv[KV_VECTORS], top;
-      for (int64_t j = 0; j < KV_VECTORS; ++j) {
-        sv[j] = sum[r][j] * SCALE;
-        top = j ? (sv[j] > top ? sv[j] : top) : sv[j];
-      }
-      float blockMax = hmax(top);
-      float mNew = blockMax > st.m[row] ? blockMax : st.m[row];
-      float correction = expf(st.m[row] - mNew);
-      for (int64_t i = 0; i < D; ++i)
-        st.acc[row][i] *= correction;
-      vfloat total = vfloat{};
-      for (int64_t j = 0; j < KV_VECTORS; ++j) {
-        vfloat e = vexp(sv[j] - mNew);
-        vstore(sc + j * V, e);
-        total += e;
-      }
-      st.l[row] = st.l[row] * correction + hsum(total);
-      st.m[row] = mNew;
-      continue;
-    }
     for (int64_t j = 0; j < KV_VECTORS; ++j)
       vstore(sc + j * V, sum[r][j] * SCALE);
+    // A row that sees the whole block (all but the diagonal block of a
+    // causal prefill) needs no mask: its maximum and sum are taken in
+    // vectors.
+    bool whole = n == KV_PADDED && s0 + n - 1 <= pos && s0 >= lo;
     float blockMax = -INFINITY;
-    for (int64_t j = 0; j < n; ++j) {
-      int64_t s = s0 + j;
-      if (s > pos || s < lo)
-        sc[j] = -INFINITY;
-      else if (sc[j] > blockMax)
-        blockMax = sc[j];
+    if (whole) {
+      vfloat top = vload(sc);
+      for (int64_t j = 1; j < KV_VECTORS; ++j) {
+        vfloat x = vload(sc + j * V);
+        top = x > top ? x : top;
+      }
+      blockMax = hmax(top);
+    } else {
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t s = s0 + j;
+        if (s > pos || s < lo)
+          sc[j] = -INFINITY;
+        else if (sc[j] > blockMax)
+          blockMax = sc[j];
+      }
     }
     float mNew = blockMax > st.m[row] ? blockMax : st.m[row];
     float correction = expf(st.m[row] - mNew);
     st.l[row] *= correction;
     for (int64_t i = 0; i < D; ++i)
       st.acc[row][i] *= correction;
-    for (int64_t j = 0; j < KV_VECTORS; ++j)
-      vstore(sc + j * V, vexp(vload(sc + j * V) - mNew));
-    // Masked positions weigh exactly 0 (vexp clamps below e^-87).
-    for (int64_t j = 0; j < n; ++j) {
-      int64_t s = s0 + j;
-      if (s > pos || s < lo)
-        sc[j] = 0.0f;
-      else
-        st.l[row] += sc[j];
+    vfloat total = vfloat{};
+    for (int64_t j = 0; j < KV_VECTORS; ++j) {
+      vfloat e = vexp(vload(sc + j * V) - mNew);
+      vstore(sc + j * V, e);
+      total += e;
+    }
+    if (whole) {
+      st.l[row] += hsum(total);
+    } else {
+      // Masked positions weigh exactly 0 (vexp clamps below e^-87).
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t s = s0 + j;
+        if (s > pos || s < lo)
+          sc[j] = 0.0f;
+        else
+          st.l[row] += sc[j];
+      }
     }
     st.m[row] = mNew;
   }

@@ -460,8 +460,9 @@ const runtime::FmaPeakResult &prefillPeak(const Report &r,
 
 /// "FMA peak" or "bf16 dot peak", for labels.
 std::string prefillPeakName(const Report &r) {
-  return prefillPeak(r, r.runs.front()).isa == "avx512bf16" ? "bf16 dot peak"
-                                                            : "FMA peak";
+  const ThreadResult &t = r.runs.front();
+  return &prefillPeak(r, t) == &t.machine.bf16DotPeak ? "bf16 dot peak"
+                                                      : "FMA peak";
 }
 
 void printTable(const Report &r) {
@@ -636,7 +637,7 @@ json reportJson(const Report &r) {
       e["gflops"] = best * p.flopsPerToken / 1e9;
       e["fraction_of_fma_peak"] =
           best * p.flopsPerToken / mp.fmaPeak.flopsPerSecond;
-      e["peak"] = peak.isa == "avx512bf16" ? "bf16_dot" : "fma";
+      e["peak"] = &peak == &mp.bf16DotPeak ? "bf16_dot" : "fma";
       e["fraction_of_peak"] = best * p.flopsPerToken / peak.flopsPerSecond;
       e["roofline_tokens_per_second"] = peak.flopsPerSecond / p.flopsPerToken;
       prefill.push_back(e);
