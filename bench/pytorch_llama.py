@@ -4,22 +4,55 @@
 Reads a llama2.c checkpoint (legacy format, as `kiln make-model --format
 llama2c` writes it), runs llama2.c's forward pass with a KV cache in PyTorch
 (Debian's python3-torch: OpenBLAS / oneDNN matmuls), and prints prefill and
-decode tokens/s as JSON lines, one per (threads, phase, tokens):
+decode timings as JSON lines, one per (phase, tokens):
 
-  python3 bench/pytorch_llama.py MODEL.bin --prompt-tokens 128,512 \
-      --gen-tokens 128 --threads 1,2 [--dtype f32|bf16]
+  python3 bench/pytorch_llama.py MODEL.bin --threads 2 --prompt-tokens 128,512 \
+      --gen-tokens 128 [--dtype f32|bf16] [--repeat 5]
 
-This is what a user would write instead of Kiln; it is timed the way
-`kiln bench` times (best of --repeat runs after a warm-up).
+This is what a user would write instead of Kiln, given its fastest paths:
+
+- One process, one thread count. OpenBLAS and OpenMP read their thread
+  counts when the library loads, so this script sets OMP_NUM_THREADS and
+  OPENBLAS_NUM_THREADS to --threads before it imports torch, and calls
+  torch.set_num_threads too.
+- One-row linears (decode) take the faster of a matrix-vector product
+  (torch.mv: BLAS sgemv) and F.linear (a one-row GEMM; oneDNN for bf16),
+  timed on the model's own weights at start-up; the choice is printed.
+  (`h @ W.T` on one row goes to sgemm, which OpenBLAS runs up to 10x slower.)
+- Timed as `kiln bench` times: a warm-up, then --repeat timed runs, the
+  median quoted; every run's seconds are printed.
+- Before timing, one matrix product is checked against float64, so a BLAS
+  kernel chosen for the wrong CPU (OPENBLAS_CORETYPE) fails loudly.
 """
 import argparse
 import json
+import os
+import statistics
 import struct
 import sys
 import time
 
-import numpy as np
-import torch
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("model")
+    p.add_argument("--prompt-tokens", default="128,512")
+    p.add_argument("--gen-tokens", type=int, default=128)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    p.add_argument("--repeat", type=int, default=5)
+    return p.parse_args()
+
+
+ARGS = parse_args() if __name__ == "__main__" else None
+if ARGS is not None:
+    # Before numpy and torch load OpenBLAS and OpenMP.
+    os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
+    os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 def load_llama2c(path, dtype):
@@ -70,15 +103,39 @@ def rope(x, pos, head):
     return out
 
 
+def one_row_mv(h, w):
+    return torch.mv(w, h[0]).unsqueeze(0)
+
+
+def choose_one_row(w, dtype):
+    """The faster one-row linear for `dtype`, timed on a layer's weights."""
+    h = torch.randn(1, w.shape[1]).to(dtype)
+    best = None
+    for name, fn in (("mv", one_row_mv), ("linear", F.linear)):
+        fn(h, w)
+        start = time.perf_counter()
+        for _ in range(50):
+            fn(h, w)
+        seconds = time.perf_counter() - start
+        if best is None or seconds < best[0]:
+            best = (seconds, name, fn)
+    return best[1], best[2]
+
+
 class Model:
-    def __init__(self, cfg, w, dtype):
+    def __init__(self, cfg, w, dtype, one_row):
         self.cfg, self.w, self.dtype = cfg, w, dtype
+        self.one_row = one_row
         c = cfg
         self.k = torch.zeros(c["layers"], c["seq"], c["kv_heads"], c["head"])
         self.v = torch.zeros_like(self.k)
 
+    def linear(self, h, weight):
+        return self.one_row(h, weight) if h.shape[0] == 1 else F.linear(h, weight)
+
     def step(self, tokens, start):
         c, w, dt = self.cfg, self.w, self.dtype
+        lin = self.linear
         T = tokens.shape[0]
         pos = torch.arange(start, start + T)
         x = w["emb"][tokens].float()
@@ -86,9 +143,9 @@ class Model:
         mask = torch.full((T, start + T), float("-inf")).triu(start + 1)
         for l in range(c["layers"]):
             h = rms_norm(x, w["att_norm"][l]).to(dt)
-            q = (h @ w["wq"][l].T).float().view(T, c["heads"], c["head"])
-            k = (h @ w["wk"][l].T).float().view(T, c["kv_heads"], c["head"])
-            v = (h @ w["wv"][l].T).float().view(T, c["kv_heads"], c["head"])
+            q = lin(h, w["wq"][l]).float().view(T, c["heads"], c["head"])
+            k = lin(h, w["wk"][l]).float().view(T, c["kv_heads"], c["head"])
+            v = lin(h, w["wv"][l]).float().view(T, c["kv_heads"], c["head"])
             q, k = rope(q, pos, c["head"]), rope(k, pos, c["head"])
             self.k[l, start:start + T], self.v[l, start:start + T] = k, v
             keys = self.k[l, :start + T].repeat_interleave(group, dim=1)
@@ -96,59 +153,76 @@ class Model:
             att = torch.einsum("thd,shd->hts", q, keys) / c["head"] ** 0.5
             att = torch.softmax(att + mask, dim=-1)
             o = torch.einsum("hts,shd->thd", att, vals).reshape(T, c["dim"])
-            x = x + (o.to(dt) @ w["wo"][l].T).float()
+            x = x + lin(o.to(dt), w["wo"][l]).float()
             h = rms_norm(x, w["ffn_norm"][l]).to(dt)
-            g = torch.nn.functional.silu(h @ w["w1"][l].T) * (h @ w["w3"][l].T)
-            x = x + (g @ w["w2"][l].T).float()
+            g = F.silu(lin(h, w["w1"][l])) * lin(h, w["w3"][l])
+            x = x + lin(g, w["w2"][l]).float()
         last = rms_norm(x[-1:], w["final_norm"]).to(dt)
-        return (last @ w["cls"].T).float()
+        return lin(last, w["cls"]).float()
 
 
-def best_of(repeat, fn):
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def timed_runs(repeat, run):
+    """A warm-up, then `repeat` runs of `run`, which returns the seconds
+    its timed part took; every run's seconds."""
+    run()
+    return [run() for _ in range(repeat)]
+
+
+def check_blas(dtype):
+    """One product against float64: a wrong BLAS kernel must not be timed."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((67, 300))
+    b = rng.standard_normal((300, 129))
+    for x, y in ((a, b), (a[:1], b)):
+        want = x @ b
+        got = (torch.from_numpy(x).float().to(dtype) @
+               torch.from_numpy(y).float().to(dtype)).double().numpy()
+        tol = 1e-4 if dtype == torch.float32 else 0.1
+        err = np.abs(got - want).max() / np.abs(want).max()
+        if not err < tol:
+            sys.exit(f"pytorch_llama.py: {dtype} matmul is wrong (relative error "
+                     f"{err:.2g}); OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE')} "
+                     "may name kernels this CPU cannot run correctly")
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("model")
-    p.add_argument("--prompt-tokens", default="128,512")
-    p.add_argument("--gen-tokens", type=int, default=128)
-    p.add_argument("--threads", default="1,2")
-    p.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
-    p.add_argument("--repeat", type=int, default=3)
-    a = p.parse_args()
+    a = ARGS
     dtype = torch.float32 if a.dtype == "f32" else torch.bfloat16
-    cfg, w = load_llama2c(a.model, dtype)
-    rng = np.random.default_rng(1)
+    torch.set_num_threads(a.threads)
     torch.set_grad_enabled(False)
-    for threads in [int(t) for t in a.threads.split(",")]:
-        torch.set_num_threads(threads)
-        model = Model(cfg, w, dtype)
-        for P in [int(t) for t in a.prompt_tokens.split(",")]:
-            tokens = torch.from_numpy(rng.integers(0, cfg["vocab"], P))
-            s = best_of(a.repeat, lambda: model.step(tokens, 0))
-            print(json.dumps({"engine": "pytorch", "dtype": a.dtype, "threads": threads,
-                              "phase": "prefill", "tokens": P, "tokens_per_s": P / s}))
-        G = a.gen_tokens
-        ids = torch.from_numpy(rng.integers(0, cfg["vocab"], G + 1))
+    check_blas(dtype)
+    cfg, w = load_llama2c(a.model, dtype)
+    one_row_name, one_row = choose_one_row(w["w1"][0], dtype)
+    rng = np.random.default_rng(1)
+    model = Model(cfg, w, dtype, one_row)
+    common = {"engine": "pytorch", "torch": torch.__version__, "dtype": a.dtype,
+              "threads": a.threads, "torch_threads": torch.get_num_threads(),
+              "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
+              "one_row": one_row_name, "repeat": a.repeat}
 
-        def decode():
-            model.step(ids[:1], 0)  # the first token, not timed
-            start = time.perf_counter()
-            for i in range(1, G + 1):
-                model.step(ids[i:i + 1], i)
-            return time.perf_counter() - start
-        decode()  # warm-up
-        s = min(decode() for _ in range(max(1, a.repeat // 2)))
-        print(json.dumps({"engine": "pytorch", "dtype": a.dtype, "threads": threads,
-                          "phase": "decode", "tokens": G, "tokens_per_s": G / s}))
+    def report(phase, tokens, seconds):
+        print(json.dumps({**common, "phase": phase, "tokens": tokens, "seconds": seconds,
+                          "tokens_per_s": tokens / statistics.median(seconds)}))
         sys.stdout.flush()
+
+    for P in [int(t) for t in a.prompt_tokens.split(",")]:
+        tokens = torch.from_numpy(rng.integers(0, cfg["vocab"], P))
+
+        def prefill():
+            start = time.perf_counter()
+            model.step(tokens, 0)
+            return time.perf_counter() - start
+        report("prefill", P, timed_runs(a.repeat, prefill))
+    G = a.gen_tokens
+    ids = torch.from_numpy(rng.integers(0, cfg["vocab"], G + 1))
+
+    def decode():
+        model.step(ids[:1], 0)  # the first token, not timed
+        start = time.perf_counter()
+        for i in range(1, G + 1):
+            model.step(ids[i:i + 1], i)
+        return time.perf_counter() - start
+    report("decode", G, timed_runs(a.repeat, decode))
 
 
 if __name__ == "__main__":

@@ -9,12 +9,16 @@
 #include "runtime/CpuFeatures.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <optional>
+#include <utility>
 #include <vector>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -78,6 +82,114 @@ struct FloatBuffer {
   FloatBuffer &operator=(const FloatBuffer &) = delete;
   float *data;
 };
+
+//===----------------------------------------------------------------------===//
+// Read bandwidth
+//===----------------------------------------------------------------------===//
+
+/// Bytes per chunk of the read probe: the triad's chunk of one array.
+constexpr int64_t kReadChunkBytes = kTriadChunk * int64_t(sizeof(float));
+constexpr int64_t kHugePageBytes = 2 * 1024 * 1024;
+
+/// Anonymous memory in whole 2 MiB pages, advised to be backed by
+/// transparent huge pages (where the kernel's policy is `madvise` or
+/// `always`; elsewhere the advice is refused and 4 KiB pages remain).
+struct HugePageBuffer {
+  explicit HugePageBuffer(int64_t bytes)
+      : size((bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes) {
+    void *p = ::mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      throw std::bad_alloc();
+    data = static_cast<unsigned char *>(p);
+#ifdef MADV_HUGEPAGE
+    hugePages = ::madvise(p, size_t(size), MADV_HUGEPAGE) == 0;
+#endif
+  }
+  ~HugePageBuffer() { ::munmap(data, size_t(size)); }
+  HugePageBuffer(const HugePageBuffer &) = delete;
+  HugePageBuffer &operator=(const HugePageBuffer &) = delete;
+  int64_t size;
+  unsigned char *data;
+  bool hugePages = false;
+};
+
+/// XOR-folds `bytes` (a multiple of 512) from `p` (64-byte aligned) into
+/// eight independent accumulators; returns the fold so no load is dead.
+using ReadLoop = uint64_t (*)(const unsigned char *p, int64_t bytes);
+
+#ifdef KILN_PROBE_X86
+__attribute__((target("avx512f"))) uint64_t
+readLoopAvx512(const unsigned char *p, int64_t bytes) {
+  const __m512i *v = reinterpret_cast<const __m512i *>(p);
+  __m512i acc[8];
+  for (__m512i &a : acc)
+    a = _mm512_setzero_si512();
+  for (int64_t i = 0; i < bytes / 64; i += 8)
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 8; ++j)
+      acc[j] = _mm512_xor_si512(acc[j], _mm512_load_si512(v + i + j));
+  for (int j = 1; j < 8; ++j)
+    acc[0] = _mm512_xor_si512(acc[0], acc[j]);
+  alignas(64) uint64_t lanes[8];
+  _mm512_store_si512(reinterpret_cast<__m512i *>(lanes), acc[0]);
+  uint64_t fold = 0;
+  for (uint64_t lane : lanes)
+    fold ^= lane;
+  return fold;
+}
+
+__attribute__((target("avx2"))) uint64_t readLoopAvx2(const unsigned char *p,
+                                                      int64_t bytes) {
+  const __m256i *v = reinterpret_cast<const __m256i *>(p);
+  __m256i acc[8];
+  for (__m256i &a : acc)
+    a = _mm256_setzero_si256();
+  for (int64_t i = 0; i < bytes / 32; i += 8)
+#pragma clang loop unroll(full)
+    for (int j = 0; j < 8; ++j)
+      acc[j] = _mm256_xor_si256(acc[j], _mm256_load_si256(v + i + j));
+  for (int j = 1; j < 8; ++j)
+    acc[0] = _mm256_xor_si256(acc[0], acc[j]);
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i *>(lanes), acc[0]);
+  return lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3];
+}
+#endif
+
+uint64_t readLoopPortable(const unsigned char *p, int64_t bytes) {
+  const uint64_t *v = reinterpret_cast<const uint64_t *>(p);
+  uint64_t acc[8] = {};
+  for (int64_t i = 0; i < bytes / 8; i += 8)
+    for (int j = 0; j < 8; ++j)
+      acc[j] ^= v[i + j];
+  uint64_t fold = 0;
+  for (uint64_t a : acc)
+    fold ^= a;
+  return fold;
+}
+
+std::atomic<uint64_t> gReadSink{0};
+
+struct ReadJob {
+  unsigned char *data;
+  ReadLoop loop;
+};
+
+void readInit(void *ctx, int64_t begin, int64_t end) {
+  auto *job = static_cast<ReadJob *>(ctx);
+  for (int64_t chunk = begin; chunk < end; ++chunk)
+    std::fill_n(job->data + chunk * kReadChunkBytes, kReadChunkBytes,
+                static_cast<unsigned char>(chunk * 131 + 7));
+}
+
+void readRun(void *ctx, int64_t begin, int64_t end) {
+  auto *job = static_cast<ReadJob *>(ctx);
+  uint64_t fold = 0;
+  for (int64_t chunk = begin; chunk < end; ++chunk)
+    fold ^= job->loop(job->data + chunk * kReadChunkBytes, kReadChunkBytes);
+  gReadSink.fetch_xor(fold, std::memory_order_relaxed);
+}
 
 //===----------------------------------------------------------------------===//
 // FMA peak
@@ -208,6 +320,19 @@ std::optional<FmaVariant> chooseBf16DotVariant() {
   return std::nullopt;
 }
 
+/// The widest read loop the CPU runs (and KILN_CPU_FEATURES allows).
+std::pair<ReadLoop, const char *> chooseReadLoop() {
+#ifdef KILN_PROBE_X86
+  std::vector<std::string> detected = detectCpuFeatures(),
+                           allowed = hostCpuFeatures();
+  if (usable(detected, allowed, "avx512f"))
+    return {readLoopAvx512, "avx512f"};
+  if (usable(detected, allowed, "avx2"))
+    return {readLoopAvx2, "avx2"};
+#endif
+  return {readLoopPortable, "portable"};
+}
+
 struct FmaJob {
   FmaVariant variant;
   int64_t iterations;
@@ -247,6 +372,53 @@ BandwidthResult measureTriadBandwidth(ThreadPool &pool, int64_t arrayBytes,
   }
   result.bytesPerSecond = 3.0 * double(result.arrayBytes) / best;
   return result;
+}
+
+struct ReadBandwidthProbe::State {
+  explicit State(int64_t bytes) : buffer(bytes) {}
+  HugePageBuffer buffer;
+  ReadJob job{};
+  int64_t chunks = 0;
+};
+
+ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool &pool, int64_t arrayBytes)
+    : pool(pool) {
+  int64_t chunks = std::max<int64_t>(1, arrayBytes / kReadChunkBytes);
+  state = std::make_unique<State>(chunks * kReadChunkBytes);
+  auto [loop, isa] = chooseReadLoop();
+  state->job = ReadJob{state->buffer.data, loop};
+  state->chunks = chunks;
+  // First touch by the chunks that will read the pages.
+  pool.parallelFor(chunks, 1, readInit, &state->job);
+  pool.parallelFor(chunks, 1, readRun, &state->job); // warm-up: clocks, TLBs
+  best.arrayBytes = chunks * kReadChunkBytes;
+  best.isa = isa;
+  best.hugePages = state->buffer.hugePages;
+}
+
+ReadBandwidthProbe::~ReadBandwidthProbe() = default;
+
+double ReadBandwidthProbe::sample(int repetitions) {
+  double fastest = 0;
+  for (int r = 0; r < std::max(repetitions, 1); ++r) {
+    Clock::time_point start = Clock::now();
+    pool.parallelFor(state->chunks, 1, readRun, &state->job);
+    double seconds = secondsSince(start);
+    if (r == 0 || seconds < fastest)
+      fastest = seconds;
+    ++best.repetitions;
+  }
+  double bytesPerSecond = double(best.arrayBytes) / fastest;
+  samples.push_back(bytesPerSecond);
+  best.bytesPerSecond = std::max(best.bytesPerSecond, bytesPerSecond);
+  return bytesPerSecond;
+}
+
+BandwidthResult measureReadBandwidth(ThreadPool &pool, int64_t arrayBytes,
+                                     int repetitions) {
+  ReadBandwidthProbe probe(pool, arrayBytes);
+  probe.sample(repetitions);
+  return probe.result();
 }
 
 namespace {
@@ -336,7 +508,17 @@ MachineProbeResult probeMachine(ThreadPool &pool,
                                               : defaultTriadBytes();
   result.bandwidth =
       measureTriadBandwidth(pool, bytes, options.triadRepetitions);
+  if (options.readBandwidth)
+    result.readBandwidth = measureReadBandwidth(pool, readArrayBytes(options),
+                                                options.readRepetitions);
   return result;
+}
+
+int64_t readArrayBytes(const MachineProbeOptions &options) {
+  if (options.readArrayBytes > 0)
+    return options.readArrayBytes;
+  return 3 * (options.triadArrayBytes > 0 ? options.triadArrayBytes
+                                          : defaultTriadBytes());
 }
 
 } // namespace kiln::runtime

@@ -6,7 +6,21 @@
 // on the same ThreadPool as the model, and quotes each result as a fraction
 // of them:
 //
-//  - Memory bandwidth (decode reads every weight once per token). A
+//  - Read bandwidth (decode's limit: a decode step reads every weight once
+//    and writes almost nothing). Every thread streams through one array far
+//    larger than the caches, the access pattern of a GEMV over packed weight
+//    panels: sequential 64-byte vector loads in 256 KiB chunks, folded into
+//    eight independent XOR accumulators (so neither the ALUs nor a
+//    dependency chain limit it), no stores. The array is backed by
+//    transparent huge pages where the kernel allows them (madvise), so TLB
+//    misses do not hold the probe below what a model whose weights sit in
+//    large pages can reach. Vector width follows the CPU (AVX-512, AVX2,
+//    else the compiler's baseline), chosen as the FMA loop's is. Best of N
+//    passes; the probe can be sampled again (ReadBandwidthProbe) because a
+//    shared host's bandwidth drifts. By default the array holds as many
+//    bytes as the triad's three arrays together. Counted as the bytes read.
+//
+//  - Triad bandwidth, for comparison with STREAM figures. A
 //    STREAM-like triad a[i] = b[i] + s * c[i] over three float arrays far
 //    larger than the caches: by default each array is at least 256 MiB and
 //    the three together at least 4x the last-level cache. The pool runs it
@@ -16,7 +30,9 @@
 //    STREAM counts them: 12 per element (two 4-byte reads, one 4-byte
 //    write). The write-allocate read of a[i] that a cache without
 //    non-temporal stores also performs is NOT counted, so the traffic the
-//    memory really carries is up to 4/3 of the figure.
+//    memory really carries is up to 4/3 of the figure. A read-only stream
+//    (decode) can therefore pass the triad: it is reported, but it is not
+//    decode's limit.
 //
 //  - FP32 FMA peak (prefill is GEMM-bound). Every thread runs a loop of
 //    independent FMA chains held in vector registers: 16 __m512
@@ -45,7 +61,9 @@
 #include "runtime/ThreadPool.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln::runtime {
 
@@ -54,6 +72,12 @@ struct MachineProbeOptions {
   /// Tests pass a small size.
   int64_t triadArrayBytes = 0;
   int triadRepetitions = 5;
+  /// Bytes of the read probe's array; 0 picks 3 x the triad array size.
+  int64_t readArrayBytes = 0;
+  int readRepetitions = 10;
+  /// Run the read probe in probeMachine. `kiln bench` runs its own
+  /// ReadBandwidthProbe instead, sampled again around each decode run.
+  bool readBandwidth = true;
   /// FMA loop iterations per chunk (one FMA per accumulator each); 0 picks
   /// about 10 ms of work per chunk on a 4 GHz core.
   int64_t fmaIterations = 0;
@@ -64,9 +88,11 @@ struct MachineProbeOptions {
 };
 
 struct BandwidthResult {
-  double bytesPerSecond = 0; ///< best repetition, STREAM's byte count
-  int64_t arrayBytes = 0;    ///< bytes of each of the three arrays
+  double bytesPerSecond = 0; ///< best repetition (the triad: STREAM's count)
+  int64_t arrayBytes = 0;    ///< bytes of each array (triad: of three)
   int repetitions = 0;
+  std::string isa;        ///< the read probe's loads: "avx512f", ...
+  bool hugePages = false; ///< the read probe asked for huge pages
 };
 
 struct FmaPeakResult {
@@ -79,6 +105,9 @@ struct FmaPeakResult {
 
 struct MachineProbeResult {
   int threads = 0;
+  /// Read-only streams: decode's bandwidth limit.
+  BandwidthResult readBandwidth;
+  /// The STREAM triad (does not count write-allocate traffic).
   BandwidthResult bandwidth;
   FmaPeakResult fmaPeak;
   /// flopsPerSecond 0 (and isa empty) unless asked for, and where the CPU
@@ -94,6 +123,44 @@ MachineProbeResult probeMachine(ThreadPool &pool,
 /// (rounded down to whole chunks of 256 KiB, at least one).
 BandwidthResult measureTriadBandwidth(ThreadPool &pool, int64_t arrayBytes,
                                       int repetitions);
+
+/// The read probe described above, its array kept so that it can be
+/// sampled again and again: on shared hosts the bandwidth available drifts
+/// within seconds (two threads of one guest were seen switching between
+/// about 48 and 75 GB/s), so a probe taken a minute before a decode run need
+/// not bound it. `kiln bench` samples it right before and after every timed
+/// decode run, and quotes decode against the best sample.
+class ReadBandwidthProbe {
+public:
+  /// Maps `arrayBytes` (rounded down to whole chunks of 256 KiB, at least
+  /// one), touches it from the chunks that will read it, and reads it once.
+  ReadBandwidthProbe(ThreadPool &pool, int64_t arrayBytes);
+  ~ReadBandwidthProbe();
+  ReadBandwidthProbe(const ReadBandwidthProbe &) = delete;
+  ReadBandwidthProbe &operator=(const ReadBandwidthProbe &) = delete;
+
+  /// The best of `repetitions` passes over the array, in bytes a second.
+  double sample(int repetitions);
+  /// The best pass of all samples so far (repetitions: passes in all).
+  const BandwidthResult &result() const { return best; }
+  /// Each sample's figure, in the order taken.
+  const std::vector<double> &sampleBytesPerSecond() const { return samples; }
+
+private:
+  struct State;
+  ThreadPool &pool;
+  std::unique_ptr<State> state;
+  BandwidthResult best;
+  std::vector<double> samples;
+};
+
+/// One sample of a fresh ReadBandwidthProbe over `arrayBytes`.
+BandwidthResult measureReadBandwidth(ThreadPool &pool, int64_t arrayBytes,
+                                     int repetitions);
+
+/// The read probe's array size for `options`: readArrayBytes, else 3x the
+/// triad array size (the default one where that is 0 too).
+int64_t readArrayBytes(const MachineProbeOptions &options);
 
 /// The FMA loop described above, `iterations` per chunk (0: about 10 ms of
 /// work on a 4 GHz core), four chunks per thread (so a thread that starts late

@@ -1,6 +1,6 @@
-//===- MachineProbeTest.cpp - The bandwidth and FMA peak probes -----------===//
+//===- MachineProbeTest.cpp - The bandwidth and peak probes ---------------===//
 //
-// Part of Kiln's unit tests. Links only kiln_runtime. Runs both probes at
+// Part of Kiln's unit tests. Links only kiln_runtime. Runs the probes at
 // small sizes, on one thread and on a pool, and checks that the figures are
 // positive and finite and that the reported method (ISA, lanes, chains,
 // array size) is consistent. Speeds are printed, never asserted: these
@@ -27,6 +27,28 @@ using namespace kiln::runtime;
 
 namespace {
 
+/// Sets KILN_CPU_FEATURES for a scope and restores it after.
+class ScopedCpuFeatures {
+public:
+  explicit ScopedCpuFeatures(const char *features) {
+    const char *old = std::getenv(kCpuFeaturesEnv);
+    if (old)
+      saved = old;
+    hadValue = old != nullptr;
+    setenv(kCpuFeaturesEnv, features, 1);
+  }
+  ~ScopedCpuFeatures() {
+    if (hadValue)
+      setenv(kCpuFeaturesEnv, saved.c_str(), 1);
+    else
+      unsetenv(kCpuFeaturesEnv);
+  }
+
+private:
+  std::string saved;
+  bool hadValue = false;
+};
+
 constexpr int64_t kSmallArray = 1 << 20; // 1 MiB: 4 chunks of the triad
 
 TEST(MachineProbe, TriadBandwidthIsPositiveAndFinite) {
@@ -48,6 +70,45 @@ TEST(MachineProbe, TriadRoundsToWholeChunks) {
   EXPECT_EQ(measureTriadBandwidth(pool, 100, 1).arrayBytes, 256 * 1024);
   EXPECT_EQ(measureTriadBandwidth(pool, 3 * 256 * 1024 + 5, 1).arrayBytes,
             3 * 256 * 1024);
+}
+
+TEST(MachineProbe, ReadBandwidthIsPositiveAndFinite) {
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    BandwidthResult r = measureReadBandwidth(pool, 3 * kSmallArray, 2);
+    EXPECT_TRUE(std::isfinite(r.bytesPerSecond)) << threads << " threads";
+    EXPECT_GT(r.bytesPerSecond, 0) << threads << " threads";
+    EXPECT_EQ(r.arrayBytes, 3 * kSmallArray);
+    EXPECT_EQ(r.repetitions, 2);
+    std::printf("read, %d threads, 3 MiB (%s%s): %.1f GB/s\n", threads,
+                r.isa.c_str(), r.hugePages ? ", huge pages" : "",
+                r.bytesPerSecond / 1e9);
+  }
+}
+
+TEST(MachineProbe, ReadProbeFollowsTheCpu) {
+  ThreadPool pool(1);
+  // What CPUID reports and KILN_CPU_FEATURES (if set) allows.
+  std::vector<std::string> detected = detectCpuFeatures(),
+                           allowed = hostCpuFeatures();
+  auto has = [&](const char *f) {
+    return std::find(detected.begin(), detected.end(), f) != detected.end() &&
+           std::find(allowed.begin(), allowed.end(), f) != allowed.end();
+  };
+  BandwidthResult r = measureReadBandwidth(pool, 100, 1);
+  EXPECT_EQ(r.arrayBytes, 256 * 1024) << "at least one whole chunk";
+  EXPECT_EQ(r.isa, has("avx512f") ? "avx512f"
+                   : has("avx2")  ? "avx2"
+                                  : "portable");
+
+  // KILN_CPU_FEATURES narrows it to the portable loop.
+  BandwidthResult portable;
+  {
+    ScopedCpuFeatures features("none");
+    portable = measureReadBandwidth(pool, 100, 1);
+  }
+  EXPECT_EQ(portable.isa, "portable");
+  EXPECT_GT(portable.bytesPerSecond, 0);
 }
 
 TEST(MachineProbe, FmaPeakIsPositiveAndFinite) {
@@ -87,15 +148,9 @@ TEST(MachineProbe, FmaVariantMatchesTheCpu) {
 TEST(MachineProbe, CpuFeatureOverrideNarrowsTheChoice) {
   // KILN_CPU_FEATURES may take AVX-512 away (to measure an AVX2 peak), and
   // can never add what CPUID lacks.
-  const char *old = std::getenv(kCpuFeaturesEnv);
-  std::string saved = old ? old : "";
-  setenv(kCpuFeaturesEnv, "none", 1);
+  ScopedCpuFeatures features("none");
   ThreadPool pool(1);
   FmaPeakResult r = measureFmaPeak(pool, 10, 1);
-  if (old)
-    setenv(kCpuFeaturesEnv, saved.c_str(), 1);
-  else
-    unsetenv(kCpuFeaturesEnv);
   EXPECT_EQ(r.isa, "scalar");
   EXPECT_GT(r.flopsPerSecond, 0);
 }
@@ -119,14 +174,11 @@ TEST(MachineProbe, Bf16DotPeakWhereTheCpuHasIt) {
               r.flopsPerSecond / 1e9);
 
   // KILN_CPU_FEATURES hides it, as it hides AVX-512 from the FMA loop.
-  const char *old = std::getenv(kCpuFeaturesEnv);
-  std::string saved = old ? old : "";
-  setenv(kCpuFeaturesEnv, "avx2,fma,avx512f", 1);
-  FmaPeakResult hidden = measureBf16DotPeak(pool, 10, 1);
-  if (old)
-    setenv(kCpuFeaturesEnv, saved.c_str(), 1);
-  else
-    unsetenv(kCpuFeaturesEnv);
+  FmaPeakResult hidden;
+  {
+    ScopedCpuFeatures features("avx2,fma,avx512f");
+    hidden = measureBf16DotPeak(pool, 10, 1);
+  }
   EXPECT_EQ(hidden.flopsPerSecond, 0);
 }
 
@@ -141,6 +193,9 @@ TEST(MachineProbe, ProbeMachineUsesThePoolAndTheOptions) {
   EXPECT_EQ(r.threads, 2);
   EXPECT_EQ(r.bandwidth.arrayBytes, kSmallArray);
   EXPECT_GT(r.bandwidth.bytesPerSecond, 0);
+  // The read probe reads as many bytes as the triad's three arrays hold.
+  EXPECT_EQ(r.readBandwidth.arrayBytes, 3 * kSmallArray);
+  EXPECT_GT(r.readBandwidth.bytesPerSecond, 0);
   EXPECT_GT(r.fmaPeak.flopsPerSecond, 0);
   EXPECT_EQ(r.bf16DotPeak.flopsPerSecond, 0) << "measured only if asked";
 }

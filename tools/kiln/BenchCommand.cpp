@@ -164,10 +164,15 @@ StepBatch promptBatch(const std::vector<int32_t> &tokens) {
   return batch;
 }
 
+/// The timed runs of one cell. Figures are quoted as the median run, with
+/// the fastest and slowest beside it (bench/README.md, "Protocol").
 struct Samples {
   std::vector<double> seconds;
   double best() const {
     return *std::min_element(seconds.begin(), seconds.end());
+  }
+  double worst() const {
+    return *std::max_element(seconds.begin(), seconds.end());
   }
   double median() const {
     std::vector<double> s = seconds;
@@ -218,13 +223,24 @@ struct DecodeRun {
   }
 };
 
-/// A short warm-up, then `repeat` timed decodes of G tokens.
-Samples timeDecode(CompiledModel &model, int64_t g, int repeat, uint64_t seed) {
+/// Passes of the read probe sampled right before and right after each
+/// timed decode run.
+constexpr int kReadPassesAroundDecode = 3;
+
+/// A short warm-up, then `repeat` timed decodes of G tokens, each between
+/// two samples of `readProbe`: the memory bandwidth a shared host gives
+/// drifts within seconds, and decode's limit is what memory delivered while
+/// it ran.
+Samples timeDecode(CompiledModel &model, int64_t g, int repeat, uint64_t seed,
+                   runtime::ReadBandwidthProbe &readProbe) {
   DecodeRun decode(g, model.manifest().vocabSize, seed);
   decode.run(model, std::min<size_t>(decode.steps.size(), 16));
   Samples samples;
-  for (int r = 0; r < repeat; ++r)
+  for (int r = 0; r < repeat; ++r) {
+    readProbe.sample(kReadPassesAroundDecode);
     samples.seconds.push_back(decode.run(model, decode.steps.size()));
+    readProbe.sample(kReadPassesAroundDecode);
+  }
   return samples;
 }
 
@@ -340,6 +356,9 @@ struct ThreadResult {
   runtime::MachineProbeResult machine;
   std::vector<PrefillResult> prefill;
   Samples decode;
+  /// The read probe's samples (bytes/s): its first, then one before and
+  /// one after each timed decode run. machine.readBandwidth is the best.
+  std::vector<double> readSamples;
   std::vector<Profile> profiles;
 };
 
@@ -380,10 +399,11 @@ ThreadResult benchThreads(const BenchOptions &o, int threads, bool verify,
   result.threads = threads;
   std::string who =
       std::to_string(threads) + (threads == 1 ? " thread: " : " threads: ");
-  progress(who + "measuring the machine (FMA peak, triad bandwidth)");
+  progress(who + "measuring the machine (FMA peak, read and triad bandwidth)");
   runtime::MachineProbeOptions probe;
   probe.triadArrayBytes = o.triadArrayBytes;
   probe.bf16DotPeak = work.bf16Dot;
+  probe.readBandwidth = false; // sampled around the decode runs below
   result.machine = runtime::probeMachine(model->threadPool(), probe);
   for (int64_t p : o.promptTokens) {
     progress(who + "prefill of " + std::to_string(p) + " tokens");
@@ -394,7 +414,14 @@ ThreadResult benchThreads(const BenchOptions &o, int threads, bool verify,
     result.prefill.push_back(r);
   }
   progress(who + "decode of " + std::to_string(o.genTokens) + " tokens");
-  result.decode = timeDecode(*model, o.genTokens, o.repeat, o.seed);
+  {
+    runtime::ReadBandwidthProbe read(model->threadPool(),
+                                     runtime::readArrayBytes(probe));
+    read.sample(probe.readRepetitions);
+    result.decode = timeDecode(*model, o.genTokens, o.repeat, o.seed, read);
+    result.machine.readBandwidth = read.result();
+    result.readSamples = read.sampleBytesPerSecond();
+  }
   if (o.profile) {
     progress(who + "profiles");
     result.profiles = profileSteps(
@@ -445,7 +472,26 @@ std::string joined(const std::vector<std::string> &items, const char *sep) {
 }
 
 double decodeTokensPerSecond(const Report &r, const ThreadResult &t) {
-  return double(r.options.genTokens) / t.decode.best();
+  return double(r.options.genTokens) / t.decode.median();
+}
+
+double prefillTokensPerSecond(const PrefillResult &p) {
+  return double(p.promptTokens) / p.samples.median();
+}
+
+/// "571.0", or "571.0 (563.2-575.1)" with the slowest and fastest runs'
+/// rates when there were several: `work` per run over each time.
+std::string rateWithSpread(double work, const Samples &s) {
+  std::string text = format("%.1f", work / s.median());
+  if (s.seconds.size() > 1)
+    text +=
+        format(" (%.1f", work / s.worst()) + format("-%.1f)", work / s.best());
+  return text;
+}
+
+/// Decode's weight traffic in bytes a second at the median rate.
+double decodeBytesPerSecond(const Report &r, const ThreadResult &t) {
+  return double(r.work.gemmBytes) * decodeTokensPerSecond(r, t);
 }
 
 /// The compute limit prefill runs into: the bf16 dot peak when the GEMMs
@@ -490,10 +536,12 @@ void printTable(const Report &r) {
               double(w.layerGemmParameters) / 1e6,
               double(w.classifierParameters) / 1e6, (long long)w.layers,
               (long long)w.qDim);
-  std::printf("timing     best of %d after a warm-up; prefill at positions "
-              "0..P-1, decode at 1..%lld after a 1-token prefill; random "
-              "token ids, seed %llu; %s\n\n",
-              r.options.repeat, (long long)r.options.genTokens,
+  std::printf("timing     %d timed run%s after a warm-up, the median "
+              "quoted%s; prefill at positions 0..P-1, decode at 1..%lld "
+              "after a 1-token prefill; random token ids, seed %llu; %s\n\n",
+              r.options.repeat, r.options.repeat == 1 ? "" : "s",
+              r.options.repeat == 1 ? "" : " (slowest-fastest)",
+              (long long)r.options.genTokens,
               (unsigned long long)r.options.seed,
               r.options.keepPageCache
                   ? "the artifact's pages left in the page cache as found"
@@ -522,6 +570,15 @@ void printTable(const Report &r) {
           return format("%.1f GFLOP/s",
                         t.machine.bf16DotPeak.flopsPerSecond / 1e9);
         });
+  row("memory bandwidth, read (" +
+          format("%.0f", double(first.readBandwidth.arrayBytes) / (1 << 20)) +
+          " MiB, " + first.readBandwidth.isa +
+          (first.readBandwidth.hugePages ? ", huge pages" : "") +
+          "; best sample around the decode runs)",
+      [](const ThreadResult &t) {
+        return format("%.1f GB/s",
+                      t.machine.readBandwidth.bytesPerSecond / 1e9);
+      });
   row("memory bandwidth, triad (3 x " +
           format("%.0f", double(first.bandwidth.arrayBytes) / (1 << 20)) +
           " MiB)",
@@ -532,13 +589,12 @@ void printTable(const Report &r) {
     std::string pp = "pp" + std::to_string(r.options.promptTokens[i]);
     row(pp + " tokens/s", [&](const ThreadResult &t) {
       const PrefillResult &p = t.prefill[i];
-      return format("%.1f", double(p.promptTokens) / p.samples.best());
+      return rateWithSpread(double(p.promptTokens), p.samples);
     });
     row(pp + " GFLOP/s (of " + prefillPeakName(r) + ")",
         [&](const ThreadResult &t) {
           const PrefillResult &p = t.prefill[i];
-          double flops =
-              p.flopsPerToken * double(p.promptTokens) / p.samples.best();
+          double flops = p.flopsPerToken * prefillTokensPerSecond(p);
           return format("%.1f", flops / 1e9) +
                  format(" (%.0f%%)",
                         100.0 * flops / prefillPeak(r, t).flopsPerSecond);
@@ -551,18 +607,18 @@ void printTable(const Report &r) {
   }
   std::string tg = "tg" + std::to_string(r.options.genTokens);
   row(tg + " tokens/s", [&](const ThreadResult &t) {
-    return format("%.1f", decodeTokensPerSecond(r, t));
+    return rateWithSpread(double(r.options.genTokens), t.decode);
   });
-  row(tg + " GB/s (of triad)", [&](const ThreadResult &t) {
-    double bytes = double(w.gemmBytes) * decodeTokensPerSecond(r, t);
+  row(tg + " GB/s (of read bandwidth)", [&](const ThreadResult &t) {
+    double bytes = decodeBytesPerSecond(r, t);
     return format("%.1f", bytes / 1e9) +
            format(" (%.0f%%)",
-                  100.0 * bytes / t.machine.bandwidth.bytesPerSecond);
+                  100.0 * bytes / t.machine.readBandwidth.bytesPerSecond);
   });
-  row(tg + " roofline tokens/s (triad / bytes a token)",
+  row(tg + " roofline tokens/s (read bandwidth / bytes a token)",
       [&](const ThreadResult &t) {
-        return format("%.1f",
-                      t.machine.bandwidth.bytesPerSecond / double(w.gemmBytes));
+        return format("%.1f", t.machine.readBandwidth.bytesPerSecond /
+                                  double(w.gemmBytes));
       });
 
   std::printf("| what |");
@@ -577,6 +633,20 @@ void printTable(const Report &r) {
     for (const std::string &c : cells)
       std::printf(" %s |", c.c_str());
     std::printf("\n");
+  }
+  // The read probe is meant to bound decode; a decode faster than it means
+  // the probe missed something (the weights partly in cache, a probe run
+  // slowed by another process), and its fraction is no verdict.
+  for (const ThreadResult &t : r.runs) {
+    double decode = decodeBytesPerSecond(r, t),
+           limit = t.machine.readBandwidth.bytesPerSecond;
+    if (decode > limit)
+      std::printf("\nwarning: with %d thread%s decode read %.1f GB/s, more "
+                  "than the read probe's %.1f GB/s: the probe did not bound "
+                  "it in this run (a busy machine, or weights held in "
+                  "cache); rerun on an idle machine before quoting it\n",
+                  t.threads, t.threads == 1 ? "" : "s", decode / 1e9,
+                  limit / 1e9);
   }
 }
 
@@ -601,9 +671,17 @@ void printProfiles(const Report &r) {
     }
 }
 
+json gigabytes(const std::vector<double> &bytesPerSecond) {
+  json out = json::array();
+  for (double b : bytesPerSecond)
+    out.push_back(b / 1e9);
+  return out;
+}
+
 json samplesJson(const Samples &s) {
   return {{"seconds", s.seconds},
           {"best_seconds", s.best()},
+          {"worst_seconds", s.worst()},
           {"median_seconds", s.median()}};
 }
 
@@ -618,6 +696,12 @@ json reportJson(const Report &r) {
                     {"fma_lanes", mp.fmaPeak.lanes},
                     {"fma_accumulators", mp.fmaPeak.accumulators},
                     {"fma_repetitions", mp.fmaPeak.repetitions},
+                    {"read_gb_per_s", mp.readBandwidth.bytesPerSecond / 1e9},
+                    {"read_array_bytes", mp.readBandwidth.arrayBytes},
+                    {"read_repetitions", mp.readBandwidth.repetitions},
+                    {"read_samples_gb_per_s", gigabytes(t.readSamples)},
+                    {"read_isa", mp.readBandwidth.isa},
+                    {"read_huge_pages", mp.readBandwidth.hugePages},
                     {"triad_gb_per_s", mp.bandwidth.bytesPerSecond / 1e9},
                     {"triad_array_bytes", mp.bandwidth.arrayBytes},
                     {"triad_repetitions", mp.bandwidth.repetitions},
@@ -627,18 +711,19 @@ json reportJson(const Report &r) {
     const runtime::FmaPeakResult &peak = prefillPeak(r, t);
     json prefill = json::array();
     for (const PrefillResult &p : t.prefill) {
-      double best = double(p.promptTokens) / p.samples.best();
+      double median = prefillTokensPerSecond(p);
       json e = samplesJson(p.samples);
       e["prompt_tokens"] = p.promptTokens;
-      e["tokens_per_second"] = best;
-      e["median_tokens_per_second"] =
-          double(p.promptTokens) / p.samples.median();
+      e["tokens_per_second"] = median;
+      e["median_tokens_per_second"] = median;
+      e["best_tokens_per_second"] = double(p.promptTokens) / p.samples.best();
+      e["worst_tokens_per_second"] = double(p.promptTokens) / p.samples.worst();
       e["flops_per_token"] = p.flopsPerToken;
-      e["gflops"] = best * p.flopsPerToken / 1e9;
+      e["gflops"] = median * p.flopsPerToken / 1e9;
       e["fraction_of_fma_peak"] =
-          best * p.flopsPerToken / mp.fmaPeak.flopsPerSecond;
+          median * p.flopsPerToken / mp.fmaPeak.flopsPerSecond;
       e["peak"] = &peak == &mp.bf16DotPeak ? "bf16_dot" : "fma";
-      e["fraction_of_peak"] = best * p.flopsPerToken / peak.flopsPerSecond;
+      e["fraction_of_peak"] = median * p.flopsPerToken / peak.flopsPerSecond;
       e["roofline_tokens_per_second"] = peak.flopsPerSecond / p.flopsPerToken;
       prefill.push_back(e);
     }
@@ -646,14 +731,19 @@ json reportJson(const Report &r) {
     json decode = samplesJson(t.decode);
     decode["gen_tokens"] = r.options.genTokens;
     decode["tokens_per_second"] = tps;
-    decode["median_tokens_per_second"] =
-        double(r.options.genTokens) / t.decode.median();
+    decode["median_tokens_per_second"] = tps;
+    decode["best_tokens_per_second"] =
+        double(r.options.genTokens) / t.decode.best();
+    decode["worst_tokens_per_second"] =
+        double(r.options.genTokens) / t.decode.worst();
     decode["bytes_per_token"] = w.gemmBytes;
     decode["gb_per_s"] = tps * double(w.gemmBytes) / 1e9;
+    decode["fraction_of_read_bandwidth"] =
+        tps * double(w.gemmBytes) / mp.readBandwidth.bytesPerSecond;
     decode["fraction_of_triad"] =
         tps * double(w.gemmBytes) / mp.bandwidth.bytesPerSecond;
     decode["roofline_tokens_per_second"] =
-        mp.bandwidth.bytesPerSecond / double(w.gemmBytes);
+        mp.readBandwidth.bytesPerSecond / double(w.gemmBytes);
     json run = {{"threads", t.threads},
                 {"machine", machine},
                 {"prefill", prefill},
@@ -718,10 +808,15 @@ json reportJson(const Report &r) {
             {"prefill_flops",
              "2 x layer GEMM parameters + 2 x classifier parameters / P + "
              "2 x layers x attention_dim x (P + 1), a token"},
+            {"read_bandwidth",
+             "bytes read by every thread streaming one array (no stores), "
+             "the best pass of samples taken before the decode runs and "
+             "right before and after each: decode's limit"},
             {"bandwidth", "STREAM triad, 12 bytes an element, write-allocate "
                           "not counted"},
             {"fma_peak", "2 FLOP per FMA lane"},
-            {"time", "best of repeat runs after a warm-up"}}},
+            {"time", "median of repeat runs after a warm-up (best and "
+                     "worst beside it)"}}},
           {"runs", runs}};
 }
 
@@ -789,10 +884,11 @@ void drawPlot(const Report &r) {
   for (const ThreadResult &t : r.runs) {
     s << t.threads;
     for (const PrefillResult &p : t.prefill)
-      s << " " << double(p.promptTokens) / p.samples.best() << " "
+      s << " " << prefillTokensPerSecond(p) << " "
         << prefillPeak(r, t).flopsPerSecond / p.flopsPerToken;
     s << " " << decodeTokensPerSecond(r, t) << " "
-      << t.machine.bandwidth.bytesPerSecond / double(r.work.gemmBytes) << "\n";
+      << t.machine.readBandwidth.bytesPerSecond / double(r.work.gemmBytes)
+      << "\n";
   }
   s << "EOD\nplot ";
   size_t column = 2, color = 1;
@@ -809,7 +905,7 @@ void drawPlot(const Report &r) {
   s << "$data using 1:" << column << " with linespoints lw 2 lc " << color
     << " title " << quoted(tg) << ", $data using 1:" << column + 1
     << " with lines dt 2 lc " << color << " title "
-    << quoted(tg + " roofline (triad bandwidth)") << "\n";
+    << quoted(tg + " roofline (read bandwidth)") << "\n";
 
   // gnuplot writes the image to stdout when it cannot open the file.
   FILE *gnuplot = popen("gnuplot > /dev/null", "w");

@@ -3,9 +3,10 @@
 // Part of Kiln's command line. `kiln bench ARTIFACT` times prefill and
 // decode of a compiled artifact at several thread counts and prompt lengths
 // and quotes each figure against limits measured in the same run
-// (runtime/MachineProbe.h): decode's weight traffic against the triad
-// bandwidth, prefill's FLOPs against the FMA peak. A table on stdout; all
-// numbers as JSON (--json), a plot (--plot, with gnuplot) and per-kernel
+// (runtime/MachineProbe.h): decode's weight traffic against the read
+// bandwidth, prefill's FLOPs against the FMA peak. Each figure is the median
+// of --repeat timed runs, the slowest and fastest beside it. A table on stdout;
+// all numbers as JSON (--json), a plot (--plot, with gnuplot) and per-kernel
 // profiles (--profile) on request. bench/README.md says what each number
 // counts.
 //
@@ -25,10 +26,11 @@ struct BenchOptions {
   std::vector<int64_t> promptTokens = {128, 512};
   int64_t genTokens = 128;
   std::vector<int> threads; ///< empty: 1 and every core this process may use
-  int repeat = 3;
+  int repeat = 5;
   uint64_t seed = 1; ///< of the random token ids
-  /// Bytes of each triad array of the bandwidth probe; 0: the probe's
-  /// default (far larger than the caches). Tests pass a small size.
+  /// Bytes of each triad array of the bandwidth probes (the read probe
+  /// reads 3x this); 0: the probe's default (far larger than the caches).
+  /// Tests pass a small size.
   int64_t triadArrayBytes = 0;
   std::string json; ///< write every number here
   std::string plot; ///< draw tokens/s vs threads here (PNG, gnuplot)

@@ -604,7 +604,7 @@ int main(int argc, char **argv) {
   BenchOptions benchOptions;
   CLI::App *benchCmd = app.add_subcommand(
       "bench", "Time prefill and decode of an artifact against the machine's "
-               "measured bandwidth and FMA peak (bench/README.md)");
+               "measured read bandwidth and FMA peak (bench/README.md)");
   benchCmd->add_option("artifact", benchOptions.artifact, "Artifact file")
       ->required();
   benchCmd
@@ -621,7 +621,8 @@ int main(int argc, char **argv) {
       ->delimiter(',');
   benchCmd
       ->add_option("--repeat", benchOptions.repeat,
-                   "Timed runs of each, the best is reported (default 3)")
+                   "Timed runs of each; the median is reported, with the "
+                   "slowest and fastest (default 5)")
       ->check(CLI::PositiveNumber);
   benchCmd->add_option("--seed", benchOptions.seed,
                        "Seed of the random token ids (default 1)");
@@ -629,8 +630,8 @@ int main(int argc, char **argv) {
       ->add_option_function<int64_t>(
           "--triad-mib",
           [&](int64_t mib) { benchOptions.triadArrayBytes = mib << 20; },
-          "MiB of each bandwidth probe array (default: 4x the last-level "
-          "cache in all, at least 256 each)")
+          "MiB of each triad array; the read probe reads 3x this "
+          "(default: 4x the last-level cache in all, at least 256 each)")
       ->check(CLI::PositiveNumber);
   benchCmd->add_option("--json", benchOptions.json, "Write every number here");
   benchCmd->add_option("--plot", benchOptions.plot,
