@@ -167,9 +167,19 @@ def run_llama(a, cell, threads):
     return times, info
 
 
+OPENBLAS_OPENMP = Path("/usr/lib/x86_64-linux-gnu/openblas-openmp")
+
+
 def pytorch_env(threads):
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = str(threads)
+    # PyTorch runs its own ops on OpenMP threads. With Debian's default
+    # (pthread) OpenBLAS the BLAS's threads spin beside them, and two
+    # threads ran slower than one (pp512 0.57x, decode 0.29x); OpenBLAS
+    # built on OpenMP (libopenblas0-openmp) shares PyTorch's pool.
+    if (OPENBLAS_OPENMP / "libblas.so.3").exists():
+        env["LD_LIBRARY_PATH"] = ":".join(
+            x for x in (str(OPENBLAS_OPENMP), env.get("LD_LIBRARY_PATH")) if x)
     # OpenBLAS 0.3.21 predates the newest CPUs and picks slow or no AVX-512
     # kernels on them; name the AVX-512 kernels where the CPU has AVX-512
     # (the script checks a product against float64 before timing). A site's
@@ -192,7 +202,8 @@ def run_pytorch(a, cell, threads, llama2c):
         r = json.loads(line)
         name = f"pp{r['tokens']}" if r["phase"] == "prefill" else f"tg{r['tokens']}"
         times[name] = r["seconds"][0]
-        info = {k: r[k] for k in ("torch", "torch_threads", "openblas_coretype", "one_row")}
+        info = {k: r[k] for k in ("torch", "torch_threads", "blas", "openblas_coretype",
+                                  "one_row")}
     return times, info
 
 
@@ -218,7 +229,11 @@ def main():
     if not a.no_pytorch and subprocess.run(["/usr/bin/python3", "-c", "import torch"],
                                            capture_output=True).returncode != 0:
         sys.exit("compare: PyTorch is not installed for /usr/bin/python3 (apt-get install "
-                 "python3-torch libopenblas0-pthread), or pass --no-pytorch")
+                 "python3-torch libopenblas0-openmp), or pass --no-pytorch")
+    if not a.no_pytorch and not (OPENBLAS_OPENMP / "libblas.so.3").exists():
+        say("warning: libopenblas0-openmp is not installed: PyTorch runs on the pthread "
+            "OpenBLAS, whose threads contend with PyTorch's own (apt-get install "
+            "libopenblas0-openmp)")
     cells, llama2c = prepare(a, work)
     tests = [f"pp{p}" for p in a.prompt] + [f"tg{a.gen_tokens}"]
 

@@ -10,7 +10,7 @@
 #                    [--work DIR] [--json FILE]
 #
 # Needs: build/bin/kiln (or --kiln PATH); for PyTorch, Debian's python3-torch
-# and libopenblas0-pthread; for llama.cpp, the paths of a llama-bench (and a
+# and libopenblas0-openmp; for llama.cpp, the paths of a llama-bench (and a
 # llama-quantize, for the BF16, Q8_0 and Q4_0 files) built outside Kiln.
 # Model files go to --work (default /tmp/kiln-bench): hundreds of MB each.
 set -euo pipefail

@@ -168,6 +168,15 @@ def timed_runs(repeat, run):
     return [run() for _ in range(repeat)]
 
 
+def loaded_blas():
+    """The BLAS library this process loaded (OpenBLAS's pthread or OpenMP
+    build), from its memory map."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps
+                 if os.path.basename(line.split()[-1]).startswith("libopenblas")}
+    return ", ".join(sorted(paths)) or "not OpenBLAS"
+
+
 def check_blas(dtype):
     """One product against float64: a wrong BLAS kernel must not be timed."""
     rng = np.random.default_rng(0)
@@ -197,6 +206,7 @@ def main():
     model = Model(cfg, w, dtype, one_row)
     common = {"engine": "pytorch", "torch": torch.__version__, "dtype": a.dtype,
               "threads": a.threads, "torch_threads": torch.get_num_threads(),
+              "blas": loaded_blas(),
               "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""),
               "one_row": one_row_name, "repeat": a.repeat}
 

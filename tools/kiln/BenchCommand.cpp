@@ -225,7 +225,7 @@ struct DecodeRun {
 
 /// Passes of the read probe sampled right before and right after each
 /// timed decode run.
-constexpr int kReadPassesAroundDecode = 3;
+constexpr int kReadPassesAroundDecode = 5;
 
 /// A short warm-up, then `repeat` timed decodes of G tokens, each between
 /// two samples of `readProbe`: the memory bandwidth a shared host gives
