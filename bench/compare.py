@@ -51,6 +51,8 @@ def parse_args():
     p.add_argument("--kiln", default=os.environ.get("KILN", str(ROOT / "build/bin/kiln")))
     p.add_argument("--work", default=os.environ.get("KILN_BENCH_DIR", "/tmp/kiln-bench"))
     p.add_argument("--json", help="write every run's figures here")
+    p.add_argument("--triad-mib", type=int,
+                   help="passed to kiln bench (its probes' array size; only tests shrink it)")
     a = p.parse_args()
     a.threads = [int(t) for t in a.threads.split(",")]
     a.prompt = [int(t) for t in a.prompt_tokens.split(",")]
@@ -139,7 +141,8 @@ def run_kiln(a, cell, threads, work):
     out = work / "kiln-run.json"
     run([a.kiln, "bench", cell.artifact, "--threads", threads,
          "--prompt-tokens", a.prompt_tokens, "--gen-tokens", a.gen_tokens,
-         "--repeat", 1, "--json", out])
+         "--repeat", 1, "--json", out]
+        + (["--triad-mib", a.triad_mib] if a.triad_mib else []))
     report = json.loads(out.read_text())
     [r] = report["runs"]
     times = {f"pp{p['prompt_tokens']}": p["seconds"][0] for p in r["prefill"]}
