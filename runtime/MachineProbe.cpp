@@ -12,9 +12,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <new>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -91,9 +93,19 @@ struct FloatBuffer {
 constexpr int64_t kReadChunkBytes = kTriadChunk * int64_t(sizeof(float));
 constexpr int64_t kHugePageBytes = 2 * 1024 * 1024;
 
+/// Whether the kernel backs `madvise(MADV_HUGEPAGE)` regions with
+/// transparent huge pages: its policy is `always` or `madvise`, not `never`.
+bool transparentHugePagesOnAdvice() {
+  std::ifstream policy("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string text;
+  std::getline(policy, text);
+  return text.find("[always]") != std::string::npos ||
+         text.find("[madvise]") != std::string::npos;
+}
+
 /// Anonymous memory in whole 2 MiB pages, advised to be backed by
-/// transparent huge pages (where the kernel's policy is `madvise` or
-/// `always`; elsewhere the advice is refused and 4 KiB pages remain).
+/// transparent huge pages (where the kernel's policy allows them; elsewhere
+/// 4 KiB pages remain, and `hugePages` says so).
 struct HugePageBuffer {
   explicit HugePageBuffer(int64_t bytes)
       : size((bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes) {
@@ -103,7 +115,8 @@ struct HugePageBuffer {
       throw std::bad_alloc();
     data = static_cast<unsigned char *>(p);
 #ifdef MADV_HUGEPAGE
-    hugePages = ::madvise(p, size_t(size), MADV_HUGEPAGE) == 0;
+    hugePages = ::madvise(p, size_t(size), MADV_HUGEPAGE) == 0 &&
+                transparentHugePagesOnAdvice();
 #endif
   }
   ~HugePageBuffer() { ::munmap(data, size_t(size)); }

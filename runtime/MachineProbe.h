@@ -91,8 +91,10 @@ struct BandwidthResult {
   double bytesPerSecond = 0; ///< best repetition (the triad: STREAM's count)
   int64_t arrayBytes = 0;    ///< bytes of each array (triad: of three)
   int repetitions = 0;
-  std::string isa;        ///< the read probe's loads: "avx512f", ...
-  bool hugePages = false; ///< the read probe asked for huge pages
+  std::string isa; ///< the read probe's loads: "avx512f", "avx2", "portable"
+  /// The read probe's array was advised into transparent huge pages and the
+  /// kernel's policy backs such advice.
+  bool hugePages = false;
 };
 
 struct FmaPeakResult {
