@@ -125,8 +125,9 @@ def prepare(a, work):
         source = gguf or f32
         # Kiln multiplies bf16 in bf16; it widens Q8_0/Q4_0 to f32 (a notice).
         kiln_dtype = "bf16" if dtype == "bf16" else "f32"
-        if not artifact.exists() or artifact.stat().st_mtime < source.stat().st_mtime:
-            run([a.kiln, "compile", source, "--dtype", kiln_dtype, "-o", artifact, "-q"])
+        # Always through kiln compile: its cache (keyed by the model and the
+        # kiln executable) makes this a copy unless Kiln or the file changed.
+        run([a.kiln, "compile", source, "--dtype", kiln_dtype, "-o", artifact, "-q"])
         cells.append(Cell(dtype, gguf, artifact,
                           llama=bool(a.llama_bench and gguf),
                           pytorch=not a.no_pytorch and dtype in ("f32", "bf16")))
