@@ -31,6 +31,7 @@ constexpr const char *kStepABI =
     ;
 
 void writeFile(const std::string &path, const std::string &text) {
+  llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   if (!out)

@@ -11,6 +11,40 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
+// Code generation legality
+//===----------------------------------------------------------------------===//
+
+def CheckCpuLegality : Pass<"kiln-check-cpu-legality", "::mlir::func::FuncOp"> {
+  let summary = "Reject what the CPU code generator cannot compile";
+  let description = [{
+    Checks every `kiln.step` function against what the CPU code generator
+    (codegen/cpu) takes, so that a step it cannot compile is an error at
+    `kiln-opt` time, on the op at fault, rather than in the middle of code
+    generation. Every kiln compute op has a CPU kernel; the step's weights
+    (`kiln.weight`, and `kiln.concat` of weights) are packed at compile time.
+    The pass rejects:
+
+    - a `kiln.concat` with an input that is not a weight (a value defined by
+      `kiln.weight` or by a concat of weights): activations are never
+      concatenated at run time; and a concat of weights along an axis other
+      than 0, which the weight packer cannot lay out (it packs whole rows);
+    - an activation (a tensor result of a step op other than a weight, a
+      concat of weights or an `i32` index tensor) whose element type is not
+      `f32`: the kernels compute in f32 and read and write f32 activations;
+    - a KV cache whose element type is not `f32`, used by `kiln.kv_append`,
+      `kiln.kv_read` or `kiln.attention`: the kernels keep an f32 cache;
+    - a `kiln.embedding` whose table is not a weight: the embedding kernel
+      reads its rows from the packed weights;
+    - any op of another dialect but `func.return`: it has no CPU kernel.
+
+    Every violation is reported (an error on the op, saying what was
+    expected), then the pass fails. Functions that are not steps are
+    ignored; the IR is not changed. `--kiln-pipeline` runs the pass last
+    when its target is a CPU.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Decomposition
 //===----------------------------------------------------------------------===//
 

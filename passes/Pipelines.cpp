@@ -7,6 +7,7 @@
 #include "passes/Pipelines.h"
 
 #include "passes/Passes.h"
+#include "passes/target/TargetDescription.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -35,7 +36,8 @@ void addKilnPipeline(mlir::OpPassManager &pm,
   // reads, foldable reshapes); fold and deduplicate before matching.
   pm.addPass(mlir::createCanonicalizerPass());
   pm.addPass(mlir::createCSEPass());
-  addFusionPasses(pm);
+  if (options.fusion)
+    addFusionPasses(pm);
   if (!options.fusionRules.empty()) {
     ApplyFusionRulesOptions rules;
     rules.rules = options.fusionRules;
@@ -49,7 +51,16 @@ void addKilnPipeline(mlir::OpPassManager &pm,
   pm.addPass(createTileOps(tiling));
   PlanMemoryOptions memory;
   memory.maxTokens = options.maxTokens;
-  pm.addNestedPass<mlir::func::FuncOp>(createPlanMemory(memory));
+  mlir::OpPassManager &steps = pm.nest<mlir::func::FuncOp>();
+  steps.addPass(createPlanMemory(memory));
+  // What the CPU code generator cannot take is an error here, on the op. A
+  // spec that does not parse is kiln-tile's error to report.
+  llvm::Expected<target::TargetDescription> target =
+      target::parseTarget(options.target);
+  if (!target)
+    llvm::consumeError(target.takeError());
+  else if (target->isCpu())
+    steps.addPass(createCheckCpuLegality());
 }
 
 /// Splits `text` at the commas outside braces and parentheses.

@@ -39,11 +39,17 @@ struct KilnPipelineOptions : mlir::PassPipelineOptions<KilnPipelineOptions> {
       llvm::cl::desc("User fusion rules (.pdll or PDL .mlir) applied after "
                      "the built-in ones"),
       llvm::cl::init("")};
+  Option<bool> fusion{
+      *this, "fusion",
+      llvm::cl::desc("Run the built-in fusion passes (off: the unfused model, "
+                     "to measure what fusion is worth)"),
+      llvm::cl::init(true)};
 };
 
 /// Kiln's default pipeline, in order: import cleanups (canonicalize, CSE),
-/// the fusion passes (and user rules, if given), tiling for the target, and
-/// memory planning of each step.
+/// the built-in fusion passes (unless `fusion` is off) and user rules (if
+/// given), tiling for the target, memory planning of each step, and, for a
+/// CPU target, the check that the CPU code generator can compile each step.
 void addKilnPipeline(mlir::OpPassManager &pm,
                      const KilnPipelineOptions &options);
 

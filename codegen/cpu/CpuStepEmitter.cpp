@@ -1,16 +1,19 @@
 //===- CpuStepEmitter.cpp - C++ SIMD kernels for a CPU target -------------===//
 //
 // Part of Kiln. See codegen/StepEmitter.h. Walks the step function once, in
-// order: every compute op becomes a call of a kernel (KernelTemplates.h with
-// this op's constants), every value a pointer into the arena (the memory
-// plan's offsets), the step's arguments or the packed weights. Kernels with
-// identical text (the same op in every layer) are emitted once.
+// order: every compute op becomes a call of a kernel of the kernel library
+// (codegen/cpu/kernels/, written with the sources), instantiated with this
+// op's constants; every value becomes a pointer into the arena (the memory
+// plan's offsets), the step's arguments or the packed weights, and every
+// dynamic dimension a count the step knows (tokens, logit rows or cached
+// positions). Kernels with identical instantiations (the same op in every
+// layer) are emitted once.
 //
 //===----------------------------------------------------------------------===//
 
 #include "codegen/StepEmitter.h"
 
-#include "codegen/cpu/KernelTemplates.h"
+#include "codegen/cpu/KernelLibrary.h"
 #include "ir/KilnDialect.h"
 #include "ir/KilnOps.h"
 #include "ir/Tiling.h"
@@ -34,33 +37,6 @@ namespace kiln::codegen {
 StepEmitter::~StepEmitter() = default;
 
 namespace {
-using namespace cpu;
-
-/// `text` with every $KEY of `subs` replaced by its value. A placeholder is
-/// a whole identifier: $N does not touch $NAME, which a later call fills.
-std::string
-substitute(const std::string &text,
-           const std::vector<std::pair<std::string, std::string>> &subs) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    if (text[i] != '$') {
-      out += text[i++];
-      continue;
-    }
-    size_t end = i + 1;
-    while (end < text.size() &&
-           (std::isalnum(static_cast<unsigned char>(text[end])) ||
-            text[end] == '_'))
-      ++end;
-    std::string key = text.substr(i + 1, end - i - 1);
-    auto it = std::find_if(subs.begin(), subs.end(),
-                           [&](const auto &sub) { return sub.first == key; });
-    out += it != subs.end() ? it->second : text.substr(i, end - i);
-    i = end;
-  }
-  return out;
-}
 
 /// A float as an exact C++ literal (hexadecimal).
 std::string floatLiteral(float value) {
@@ -72,6 +48,7 @@ std::string floatLiteral(float value) {
 }
 
 std::string str(int64_t value) { return std::to_string(value); }
+std::string boolean(bool value) { return value ? "true" : "false"; }
 
 std::string describe(Operation *op) {
   std::string text;
@@ -90,15 +67,39 @@ std::string typeString(Type type) {
   return text;
 }
 
+/// `items` joined by `separator`.
+std::string join(const std::vector<std::string> &items,
+                 const std::string &separator) {
+  std::string text;
+  for (const std::string &item : items)
+    text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
+/// An instantiation of a kernel-library template: the family header, the
+/// configuration's members and the call that the named entry point makes.
+struct Instance {
+  std::string kind;      ///< e.g. "gemm": the file's name suffix
+  std::string header;    ///< e.g. "kernels/Gemm.h"
+  std::string config;    ///< members of `struct Config`, one per line
+  std::string signature; ///< the entry point's parameters
+  std::string body;      ///< its statement, e.g. "kiln::kernels::...;"
+  std::string key() const {
+    return header + "\n" + config + "\n" + signature + "\n" + body;
+  }
+};
+
 /// One distinct kernel and the ops it implements.
 struct Kernel {
   std::string name;
-  std::string kind;
-  std::string body; // with $NAME still in it
-  std::string declaration;
+  Instance instance;
   std::vector<std::string> uses; // op and location, one per call
   std::string details;           // shapes, packing, tiles (the same for all)
 };
+
+/// The C++ expression of each dimension of a value: a literal for static
+/// ones, else the step's count (`a->tokens`, `a->rows` or `cached`).
+using Dims = std::vector<std::string>;
 
 class CpuStepEmitter : public StepEmitter {
 public:
@@ -111,31 +112,48 @@ public:
 private:
   // Values.
   std::string pointer(Value value, Operation *user);
-  std::string rows(Value value);
   std::string weightPlain(Value value);
+  const Dims &dims(Value value, Operation *user);
+  std::string rows(Value value, Operation *user);
+  std::string elements(Value value, Operation *user);
   void bindResults(Operation *op);
+  Dims inferDims(OpResult result);
 
   // Kernels.
-  std::string useKernel(const std::string &kind, const std::string &body,
-                        const std::string &declaration, Operation *op,
+  std::string useKernel(const Instance &instance, Operation *op,
                         const std::string &details);
+  void call(Operation *op, const std::string &kernel,
+            const std::vector<std::string> &arguments,
+            const std::string &prelude = "");
   void emitGemm(Operation *op);
   void emitAttention(AttentionOp op);
   void emitRope(RopeOp op);
+  void emitUnary(Operation *op, const std::string &kind,
+                 const std::string &unary, double factor);
+  void emitBinary(Operation *op, const std::string &kind,
+                  const std::string &binary);
+  void emitSoftmax(SoftmaxOp op);
+  void emitNorm(Operation *op);
+  void emitTranspose(TransposeOp op);
+  void emitSplit(SplitOp op);
+  void emitKVRead(KVReadOp op);
+  void emitAttentionPiece(Operation *op);
   void emitOp(Operation *op);
-  void call(Operation *op, const std::string &statement);
   std::string callTable() const;
+  void requireF32Cache(Operation *op, Type cacheType);
+  Instance cacheKernel(Operation *op, Type cacheType, const std::string &kind);
 
   target::TargetDescription target;
   WeightPacker *packer = nullptr;
   EmitOptions options;
   llvm::DenseMap<Value, std::string> pointers;
-  llvm::DenseMap<Value, std::string> rowCounts;
+  llvm::DenseMap<Value, Dims> dimExprs;
   Value logits;
+  bool readsCache = false; // a kv_read needs the cached-position count
   int64_t maxTokens = 0;
   int64_t scratchBytes = 0;
   std::vector<Kernel> kernels;
-  llvm::StringMap<size_t> kernelByBody;
+  llvm::StringMap<size_t> kernelByKey;
   std::string calls;
   std::vector<std::string> callNames;
 };
@@ -154,17 +172,118 @@ std::string CpuStepEmitter::pointer(Value value, Operation *user) {
                     "--kiln-pipeline before code generation)");
 }
 
-std::string CpuStepEmitter::rows(Value value) {
-  auto it = rowCounts.find(value);
-  return it != rowCounts.end() ? it->second : "a->tokens";
-}
-
 std::string CpuStepEmitter::weightPlain(Value value) {
   return "(const float *)(a->weights + " + str(packer->packPlain(value)) + ")";
 }
 
+const Dims &CpuStepEmitter::dims(Value value, Operation *user) {
+  auto it = dimExprs.find(value);
+  if (it != dimExprs.end())
+    return it->second;
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.hasStaticShape())
+    unsupported(user, "an operand's dynamic dimensions are unknown");
+  Dims &d = dimExprs[value];
+  for (int64_t extent : type.getShape())
+    d.push_back(str(extent));
+  return d;
+}
+
+std::string CpuStepEmitter::rows(Value value, Operation *user) {
+  return dims(value, user).front();
+}
+
+/// The number of elements of `value` as a C++ expression.
+std::string CpuStepEmitter::elements(Value value, Operation *user) {
+  const Dims &d = dims(value, user);
+  std::vector<std::string> dynamic;
+  int64_t fixed = 1;
+  for (const std::string &e : d) {
+    if (!e.empty() && std::isdigit(static_cast<unsigned char>(e[0])))
+      fixed *= std::stoll(e);
+    else
+      dynamic.push_back(e);
+  }
+  if (fixed != 1 || dynamic.empty())
+    dynamic.push_back(str(fixed));
+  return join(dynamic, " * ");
+}
+
+/// The dimensions of `result` from those of its op's operands, by the op's
+/// semantics (the memory plan bounds the same counts: docs/passes/
+/// memory-planning.md).
+Dims CpuStepEmitter::inferDims(OpResult result) {
+  Operation *op = result.getOwner();
+  auto type = cast<RankedTensorType>(result.getType());
+  int64_t rank = type.getRank();
+  std::vector<std::optional<std::string>> g(rank);
+  auto copyFrom = [&](Value value) {
+    const Dims &d = dims(value, op);
+    for (int64_t i = 0; i < rank && i < int64_t(d.size()); ++i)
+      g[i] = d[i];
+  };
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](EmbeddingOp o) { g[0] = rows(o.getIds(), op); })
+      .Case([&](GatherRowsOp o) {
+        copyFrom(o.getInput());
+        g[0] = rows(o.getRows(), op);
+      })
+      .Case([&](KVReadOp o) {
+        g[0] = rows(o.getPositions(), op);
+        g[1] = "cached";
+      })
+      .Case([&](AttentionScoresOp o) {
+        g[0] = rows(o.getQuery(), op);
+        g[2] = dims(o.getKeys(), op)[1];
+      })
+      .Case([&](AttentionOutputOp o) { g[0] = rows(o.getProbs(), op); })
+      .Case([&](TransposeOp o) {
+        const Dims &in = dims(o.getInput(), op);
+        for (auto [j, p] : llvm::enumerate(o.getPermutation()))
+          g[j] = in[p];
+      })
+      .Case([&](ReshapeOp o) {
+        // The k-th dynamic dimension of the result is the input's k-th.
+        ArrayRef<int64_t> in = o.getInput().getType().getShape();
+        const Dims &inDims = dims(o.getInput(), op);
+        for (size_t i = 0, j = 0; i < size_t(rank); ++i) {
+          if (!type.isDynamicDim(i))
+            continue;
+          while (j < in.size() && !ShapedType::isDynamic(in[j]))
+            ++j;
+          if (j < in.size())
+            g[i] = inDims[j++];
+        }
+      })
+      .Default([&](Operation *) {
+        // Element-wise ops, norms, rope, softmax, the mask, matmuls,
+        // swiglu, attention and split keep their first activation's
+        // dimensions.
+        for (Value operand : op->getOperands())
+          if (auto t = dyn_cast<RankedTensorType>(operand.getType());
+              t && t.getRank() == rank && dimExprs.count(operand)) {
+            copyFrom(operand);
+            return;
+          }
+      });
+  Dims d;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!type.isDynamicDim(i))
+      d.push_back(str(type.getDimSize(i)));
+    else if (g[i])
+      d.push_back(*g[i]);
+    else
+      unsupported(op, "cannot tell dynamic dimension " + str(i) +
+                          " of result " + str(result.getResultNumber()) + " (" +
+                          typeString(type) +
+                          "): the step knows its tokens, logit rows and "
+                          "cached positions, and it is none of them");
+  }
+  return d;
+}
+
 /// Records where `op`'s results live (the memory plan's offsets; the logits
-/// go straight to the caller's buffer) and how many rows they have.
+/// go straight to the caller's buffer) and their dimensions.
 void CpuStepEmitter::bindResults(Operation *op) {
   // Weights (and weights packed by a concat) live in the packed blob.
   if (isa<WeightOp>(op) ||
@@ -174,24 +293,28 @@ void CpuStepEmitter::bindResults(Operation *op) {
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
     if (!isa<RankedTensorType>(result.getType()))
       continue;
+    dimExprs[result] = inferDims(cast<OpResult>(result));
+    if (result == logits && isa<ReshapeOp>(op))
+      unsupported(op, "the logits are a reshape: the step's result must be "
+                      "computed by a kernel");
+    if (isa<ReshapeOp>(op)) {
+      // A view: the same storage as its input.
+      pointers[result] = pointer(op->getOperand(0), op);
+      continue;
+    }
     if (result == logits) {
       pointers[result] = "a->logits";
-    } else {
-      auto entry = buffers && index < buffers.size()
-                       ? dyn_cast<DictionaryAttr>(buffers[index])
-                       : DictionaryAttr();
-      auto offset = entry ? entry.getAs<IntegerAttr>("offset") : IntegerAttr();
-      if (!offset)
-        unsupported(op, "result " + str(index) +
-                            " has no buffer in the memory plan (run "
-                            "--kiln-pipeline before code generation)");
-      pointers[result] = "(float *)(a->arena + " + str(offset.getInt()) + ")";
+      continue;
     }
-    // Rows: R after kiln.gather_rows, else those of the first input.
-    if (isa<GatherRowsOp>(op))
-      rowCounts[result] = "a->rows";
-    else if (op->getNumOperands() && rowCounts.count(op->getOperand(0)))
-      rowCounts[result] = rowCounts[op->getOperand(0)];
+    auto entry = buffers && index < buffers.size()
+                     ? dyn_cast<DictionaryAttr>(buffers[index])
+                     : DictionaryAttr();
+    auto offset = entry ? entry.getAs<IntegerAttr>("offset") : IntegerAttr();
+    if (!offset)
+      unsupported(op, "result " + str(index) +
+                          " has no buffer in the memory plan (run "
+                          "--kiln-pipeline before code generation)");
+    pointers[result] = "(float *)(a->arena + " + str(offset.getInt()) + ")";
   }
 }
 
@@ -199,30 +322,32 @@ void CpuStepEmitter::bindResults(Operation *op) {
 // Kernels
 //===----------------------------------------------------------------------===//
 
-std::string CpuStepEmitter::useKernel(const std::string &kind,
-                                      const std::string &body,
-                                      const std::string &declaration,
-                                      Operation *op,
+std::string CpuStepEmitter::useKernel(const Instance &instance, Operation *op,
                                       const std::string &details) {
-  auto [it, inserted] = kernelByBody.try_emplace(body, kernels.size());
+  auto [it, inserted] = kernelByKey.try_emplace(instance.key(), kernels.size());
   if (inserted) {
     char name[64];
-    std::snprintf(name, sizeof name, "k%02zu_%s", kernels.size(), kind.c_str());
-    kernels.push_back({name, kind, body, declaration, {}, ""});
+    std::snprintf(name, sizeof name, "k%02zu_%s", kernels.size(),
+                  instance.kind.c_str());
+    kernels.push_back({name, instance, {}, ""});
   }
   Kernel &kernel = kernels[it->second];
   kernel.uses.push_back(describe(op));
-  // Identical kernel text means identical shapes and tiles.
+  // An identical instantiation means identical shapes and tiles.
   kernel.details = details;
   return kernel.name;
 }
 
-void CpuStepEmitter::call(Operation *op, const std::string &statement) {
+void CpuStepEmitter::call(Operation *op, const std::string &kernel,
+                          const std::vector<std::string> &arguments,
+                          const std::string &prelude) {
   std::string where = describe(op);
-  std::string kernel = statement.substr(statement.find("kiln_gen::") + 10);
-  kernel = kernel.substr(0, kernel.find('('));
   std::string index = str(int64_t(callNames.size()));
   callNames.push_back(kernel + ": " + where);
+  std::string statement =
+      "kiln_gen::" + kernel + "(a, " + join(arguments, ", ") + ");";
+  if (!prelude.empty())
+    statement = "{\n    " + prelude + "\n    " + statement + "\n  }";
   calls +=
       "  // " + where + "\n  KILN_CALL(" + index + ", " + statement + ")\n";
 }
@@ -249,10 +374,32 @@ static std::string tilesSummary(Operation *op) {
   return text;
 }
 
+void CpuStepEmitter::requireF32Cache(Operation *op, Type cacheType) {
+  auto cache = cast<KVCacheType>(cacheType);
+  if (!cache.getElementType().isF32())
+    unsupported(op, "the CPU kernels keep an f32 KV cache, not " +
+                        typeString(cache.getElementType()));
+}
+
+/// A Gather.h kernel of the KV cache (kv_append, kv_read): its rows are
+/// HKV x D floats.
+Instance CpuStepEmitter::cacheKernel(Operation *op, Type cacheType,
+                                     const std::string &kind) {
+  requireF32Cache(op, cacheType);
+  auto cache = cast<KVCacheType>(cacheType);
+  Instance instance;
+  instance.kind = kind;
+  instance.header = "kernels/Gather.h";
+  instance.config =
+      "static constexpr int64_t HKV = " + str(cache.getNumKvHeads()) +
+      ", D = " + str(cache.getHeadDim()) + ";\n";
+  return instance;
+}
+
 void CpuStepEmitter::emitGemm(Operation *op) {
   Value input, weight, up, bias, residual, normWeight;
   FloatAttr normEpsilon;
-  std::string activation = "identity";
+  std::string activation = "Identity";
   if (auto matmul = dyn_cast<MatmulOp>(op)) {
     input = matmul.getInput();
     weight = matmul.getWeight();
@@ -264,8 +411,22 @@ void CpuStepEmitter::emitGemm(Operation *op) {
     residual = fused.getResidual();
     normWeight = fused.getNormWeight();
     normEpsilon = fused.getNormEpsilonAttr();
-    if (auto act = fused.getActivation())
-      activation = stringifyActivation(*act).str();
+    if (auto act = fused.getActivation()) {
+      switch (*act) {
+      case Activation::Silu:
+        activation = "Silu";
+        break;
+      case Activation::Gelu:
+        activation = "Gelu";
+        break;
+      case Activation::GeluTanh:
+        activation = "GeluTanh";
+        break;
+      case Activation::Relu:
+        activation = "Relu";
+        break;
+      }
+    }
   } else {
     auto swiglu = cast<SwigluOp>(op);
     input = swiglu.getInput();
@@ -285,7 +446,7 @@ void CpuStepEmitter::emitGemm(Operation *op) {
   PackedType packed = options.weightType;
   std::string wtype = packed == PackedType::F32   ? "float"
                       : packed == PackedType::F16 ? "_Float16"
-                                                  : "bf16";
+                                                  : "kiln::kernels::bf16";
   int64_t mr = tile(op, "prefill", "mr");
   int64_t vectorFloats = target.cpu().vectorFloats();
   // bf16 panels multiply in bf16 dot products (vdpbf16ps) where the
@@ -295,47 +456,58 @@ void CpuStepEmitter::emitGemm(Operation *op) {
                  vectorFloats == 16;
   bool bf16Pairs =
       packed == PackedType::BF16 && !bf16Dot && (nr / vectorFloats) % 2 == 0;
-  std::string cases;
-  for (int64_t m = 1; m <= mr; ++m)
-    cases += "  case " + str(m) + ":\n    return block<" + str(m) +
-             ">(g, m0, panel, k0, kl, first, last);\n";
-  std::string body = substitute(
-      kGemmKernel,
-      {{"N", str(n)},
-       {"K", str(k)},
-       {"NR", str(nr)},
-       {"MR", str(mr)},
-       {"PREFILL_FROM", str(tile(op, "prefill", "mr"))},
-       {"PM", str(tile(op, "prefill", "m"))},
-       {"PN", str(tile(op, "prefill", "n"))},
-       {"PK", str(tile(op, "prefill", "k"))},
-       {"DN", str(tile(op, "decode", "n"))},
-       {"DK", str(tile(op, "decode", "k"))},
-       {"SWIGLU", up ? "true" : "false"},
-       {"HAS_BIAS", bias ? "true" : "false"},
-       {"HAS_RESIDUAL", residual ? "true" : "false"},
-       {"HAS_PROLOGUE", normWeight ? "true" : "false"},
-       {"HAS_ACTIVATION", activation != "identity" ? "true" : "false"},
-       {"BF16_PAIRS", bf16Pairs ? "true" : "false"},
-       {"BF16_DOT", bf16Dot ? "true" : "false"},
-       {"WTYPE", wtype},
-       {"ACTIVATION", activation},
-       {"EPSILON", normEpsilon
-                       ? floatLiteral(float(normEpsilon.getValueAsDouble()))
-                       : "0.0f"},
-       {"DISPATCH_CASES", cases}});
-  std::string declaration =
-      "void $NAME(const kiln_step_args *a, int64_t rows, const float *x, "
-      "const float *norm_weight, float *scratch, const void *w, const void "
-      "*w2, const float *bias, const float *residual, float *y);";
+  Instance gemm;
+  gemm.kind = up ? "swiglu" : "gemm";
+  gemm.header = "kernels/Gemm.h";
+  gemm.config =
+      "static constexpr int64_t N = " + str(n) + ", K = " + str(k) +
+      "; // weight [N, K]\n"
+      "static constexpr int NR = " +
+      str(nr) + ", MR = " + str(mr) +
+      "; // register block\n"
+      "static constexpr int64_t PREFILL_FROM = " +
+      str(tile(op, "prefill", "mr")) +
+      ";\n"
+      "static constexpr int64_t PREFILL_M = " +
+      str(tile(op, "prefill", "m")) +
+      ", PREFILL_N = " + str(tile(op, "prefill", "n")) +
+      ", PREFILL_K = " + str(tile(op, "prefill", "k")) +
+      ";\n"
+      "static constexpr int64_t DECODE_N = " +
+      str(tile(op, "decode", "n")) +
+      ", DECODE_K = " + str(tile(op, "decode", "k")) +
+      ";\n"
+      "static constexpr bool SWIGLU = " +
+      boolean(bool(up)) + ", HAS_BIAS = " + boolean(bool(bias)) +
+      ", HAS_RESIDUAL = " + boolean(bool(residual)) +
+      ", HAS_PROLOGUE = " + boolean(bool(normWeight)) +
+      ";\n"
+      "static constexpr kiln::kernels::Unary ACTIVATION = "
+      "kiln::kernels::Unary::" +
+      activation +
+      ";\n"
+      "static constexpr float EPSILON = " +
+      (normEpsilon ? floatLiteral(float(normEpsilon.getValueAsDouble()))
+                   : "0.0f") +
+      ";\n"
+      "static constexpr bool BF16_PAIRS = " +
+      boolean(bf16Pairs) + ", BF16_DOT = " + boolean(bf16Dot) +
+      ";\n"
+      "using wtype = " +
+      wtype + "; // packed weight element\n";
+  gemm.signature =
+      "const kiln_step_args *a, int64_t rows, const float *x, const float "
+      "*norm_weight, float *scratch, const void *w, const void *w2, const "
+      "float *bias, const float *residual, float *y";
+  gemm.body = "kiln::kernels::Gemm<Config>::run(a, rows, x, norm_weight, "
+              "scratch, w, w2, bias, residual, y);";
   std::string details = "[" + str(n) + ", " + str(k) + "] weights " +
                         typeString(weightType) + (up ? " (gate and up)" : "") +
                         ", packed " + packedTypeName(packed).str() +
                         " in panels of " + str(nr) +
                         (bf16Dot ? " as k pairs (bf16 dot products)" : "") +
                         "; " + tilesSummary(op);
-  std::string name =
-      useKernel(up ? "swiglu" : "gemm", body, declaration, op, details);
+  std::string name = useKernel(gemm, op, details);
 
   // Scratch: the normalized rows (f32), then for bf16 dot products the
   // rows as bf16 pairs.
@@ -349,50 +521,53 @@ void CpuStepEmitter::emitGemm(Operation *op) {
     return "a->weights + " +
            str(packer->packPanels(w, nr, packed, layout, vectorFloats));
   };
-  std::string result = pointer(op->getResult(0), op);
-  call(op, "kiln_gen::" + name + "(a, " + rows(input) + ", " +
-               pointer(input, op) + ", " +
-               (normWeight ? pointer(normWeight, op) : "nullptr") +
-               ", scratch, " + packedPointer(weight) + ", " +
-               (up ? packedPointer(up) : "nullptr") + ", " +
-               (bias ? pointer(bias, op) : "nullptr") + ", " +
-               (residual ? pointer(residual, op) : "nullptr") + ", " + result +
-               ");");
+  call(op, name,
+       {rows(input, op), pointer(input, op),
+        normWeight ? pointer(normWeight, op) : "nullptr", "scratch",
+        packedPointer(weight), up ? packedPointer(up) : "nullptr",
+        bias ? pointer(bias, op) : "nullptr",
+        residual ? pointer(residual, op) : "nullptr",
+        pointer(op->getResult(0), op)});
 }
 
 void CpuStepEmitter::emitAttention(AttentionOp op) {
+  requireF32Cache(op, op.getCache().getType());
   auto cache = cast<KVCacheType>(op.getCache().getType());
-  if (!cache.getElementType().isF32())
-    unsupported(op, "the CPU kernels read an f32 KV cache, not " +
-                        typeString(cache.getElementType()));
   RankedTensorType query = op.getQuery().getType();
-  int64_t kv = tile(op, "decode", "kv");
-  std::string body = substitute(
-      kAttentionKernel,
-      {{"H", str(query.getDimSize(1))},
-       {"HKV", str(cache.getNumKvHeads())},
-       {"D", str(cache.getHeadDim())},
-       {"KV", str(kv)},
-       {"QB", str(tile(op, "prefill", "q"))},
-       {"WINDOW", str(op.getWindow() ? int64_t(*op.getWindow()) : 0)},
-       {"SCALE", floatLiteral(float(op.getScale().convertToDouble()))}});
-  std::string name = useKernel(
-      "attention", body,
-      "void $NAME(const kiln_step_args *a, int64_t layer, const float *q, "
-      "float *y);",
-      op,
-      "query " + typeString(query) + ", layer " + str(op.getLayer()) + "; " +
-          tilesSummary(op));
-  call(op, "kiln_gen::" + name + "(a, " + str(op.getLayer()) + ", " +
-               pointer(op.getQuery(), op) + ", " + pointer(op.getResult(), op) +
-               ");");
+  Instance attention;
+  attention.kind = "attention";
+  attention.header = "kernels/Attention.h";
+  attention.config =
+      "static constexpr int64_t H = " + str(query.getDimSize(1)) +
+      ", HKV = " + str(cache.getNumKvHeads()) +
+      ", D = " + str(cache.getHeadDim()) +
+      ";\n"
+      "static constexpr int64_t KV_BLOCK = " +
+      str(tile(op, "decode", "kv")) +
+      ", Q_BLOCK = " + str(tile(op, "prefill", "q")) +
+      ";\n"
+      "static constexpr int64_t WINDOW = " +
+      str(op.getWindow() ? int64_t(*op.getWindow()) : 0) +
+      "; // 0: none\n"
+      "static constexpr float SCALE = " +
+      floatLiteral(float(op.getScale().convertToDouble())) + ";\n";
+  attention.signature =
+      "const kiln_step_args *a, int64_t layer, const float *q, float *y";
+  attention.body = "kiln::kernels::Attention<Config>::run(a, layer, q, y);";
+  std::string name =
+      useKernel(attention, op,
+                "query " + typeString(query) + ", layer " + str(op.getLayer()) +
+                    "; " + tilesSummary(op));
+  call(op, name,
+       {str(op.getLayer()), pointer(op.getQuery(), op),
+        pointer(op.getResult(), op)});
 }
 
 void CpuStepEmitter::emitRope(RopeOp op) {
   RankedTensorType input = op.getInput().getType();
   int64_t heads = input.getDimSize(1), d = input.getDimSize(2);
   // The interpreter's ropeFrequency, in float as it computes it.
-  std::string freqs;
+  std::vector<std::string> freqs;
   float theta = float(op.getTheta().convertToDouble());
   RopeScalingAttr scaling = op.getScalingAttr();
   for (int64_t i = 0; i < d / 2; ++i) {
@@ -414,23 +589,253 @@ void CpuStepEmitter::emitRope(RopeOp op) {
         }
       }
     }
-    freqs += (i ? ", " : "") + floatLiteral(freq);
+    freqs.push_back(floatLiteral(freq));
   }
-  std::string body = substitute(
-      kRopeKernel,
-      {{"H", str(heads)},
-       {"D", str(d)},
-       {"ADJACENT", op.getLayout() == RopeLayout::Adjacent ? "true" : "false"},
-       {"INV_FREQ", freqs}});
-  std::string name = useKernel(
-      "rope", body,
-      "void $NAME(const kiln_step_args *a, int64_t rows, const int32_t "
-      "*positions, const float *x, float *y);",
-      op, "input " + typeString(input));
-  call(op, "kiln_gen::" + name + "(a, " + rows(op.getInput()) + ", " +
-               pointer(op.getPositions(), op) + ", " +
-               pointer(op.getInput(), op) + ", " + pointer(op.getResult(), op) +
-               ");");
+  Instance rope;
+  rope.kind = "rope";
+  rope.header = "kernels/Rope.h";
+  rope.config = "static constexpr int64_t H = " + str(heads) +
+                ", D = " + str(d) +
+                ";\n"
+                "static constexpr bool ADJACENT = " +
+                boolean(op.getLayout() == RopeLayout::Adjacent) +
+                "; // pairs (2i, 2i + 1), else (i, i + D / 2)\n"
+                "static constexpr float INV_FREQ[D / 2] = {" +
+                join(freqs, ", ") + "};\n";
+  rope.signature = "const kiln_step_args *a, int64_t rows, const int32_t "
+                   "*positions, const float *x, float *y";
+  rope.body = "kiln::kernels::rope<Config>(a, rows, positions, x, y);";
+  std::string name = useKernel(rope, op, "input " + typeString(input));
+  call(op, name,
+       {rows(op.getInput(), op), pointer(op.getPositions(), op),
+        pointer(op.getInput(), op), pointer(op.getResult(), op)});
+}
+
+void CpuStepEmitter::emitUnary(Operation *op, const std::string &kind,
+                               const std::string &unary, double factor) {
+  Value input = op->getOperand(0), result = op->getResult(0);
+  Instance instance;
+  instance.kind = kind;
+  instance.header = "kernels/Elementwise.h";
+  instance.config = "static constexpr kiln::kernels::Unary OP = "
+                    "kiln::kernels::Unary::" +
+                    unary +
+                    ";\n"
+                    "static constexpr float FACTOR = " +
+                    floatLiteral(float(factor)) + ";\n";
+  instance.signature =
+      "const kiln_step_args *a, int64_t n, const float *x, float *y";
+  instance.body = "kiln::kernels::unary<Config>(a, n, x, y);";
+  std::string name =
+      useKernel(instance, op, "input " + typeString(input.getType()));
+  call(op, name,
+       {elements(input, op), pointer(input, op), pointer(result, op)});
+}
+
+void CpuStepEmitter::emitBinary(Operation *op, const std::string &kind,
+                                const std::string &binary) {
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  Instance instance;
+  instance.kind = kind;
+  instance.header = "kernels/Elementwise.h";
+  instance.config = "static constexpr kiln::kernels::Binary OP = "
+                    "kiln::kernels::Binary::" +
+                    binary + ";\n";
+  instance.signature = "const kiln_step_args *a, int64_t n, const float *l, "
+                       "const float *r, float *y";
+  instance.body = "kiln::kernels::binary<Config>(a, n, l, r, y);";
+  std::string name =
+      useKernel(instance, op, "operands " + typeString(lhs.getType()));
+  call(op, name,
+       {elements(lhs, op), pointer(lhs, op), pointer(rhs, op),
+        pointer(op->getResult(0), op)});
+}
+
+void CpuStepEmitter::emitSoftmax(SoftmaxOp op) {
+  const Dims &d = dims(op.getInput(), op);
+  Dims outer(d.begin(), d.end() - 1);
+  std::string rowCount = outer.empty() ? "1" : join(outer, " * ");
+  Instance instance;
+  instance.kind = "softmax";
+  instance.header = "kernels/Elementwise.h";
+  instance.signature = "const kiln_step_args *a, int64_t rows, int64_t cols, "
+                       "const float *x, float *y";
+  instance.body = "kiln::kernels::softmax(a, rows, cols, x, y);";
+  std::string name = useKernel(instance, op,
+                               "input " + typeString(op.getInput().getType()) +
+                                   ", rows of the last dimension");
+  call(op, name,
+       {rowCount, d.back(), pointer(op.getInput(), op),
+        pointer(op.getResult(), op)});
+}
+
+void CpuStepEmitter::emitNorm(Operation *op) {
+  Value input = op->getOperand(0), weight = op->getOperand(1);
+  auto inputType = cast<RankedTensorType>(input.getType());
+  const Dims &d = dims(input, op);
+  Dims outer(d.begin(), d.end() - 1);
+  std::string rowCount = outer.empty() ? "1" : join(outer, " * ");
+  Instance instance;
+  instance.header = "kernels/Norms.h";
+  std::vector<std::string> arguments = {rowCount, pointer(input, op),
+                                        pointer(weight, op)};
+  if (auto rms = dyn_cast<RmsNormOp>(op)) {
+    instance.kind = "rms_norm";
+    instance.config =
+        "static constexpr int64_t D = " + str(inputType.getShape().back()) +
+        ";\nstatic constexpr float EPSILON = " +
+        floatLiteral(float(rms.getEpsilon().convertToDouble())) + ";\n";
+    instance.signature = "const kiln_step_args *a, int64_t rows, const float "
+                         "*x, const float *g, float *y";
+    instance.body = "kiln::kernels::rms_norm<Config>(a, rows, x, g, y);";
+  } else {
+    auto layer = cast<LayerNormOp>(op);
+    instance.kind = "layer_norm";
+    instance.config =
+        "static constexpr int64_t D = " + str(inputType.getShape().back()) +
+        ";\nstatic constexpr float EPSILON = " +
+        floatLiteral(float(layer.getEpsilon().convertToDouble())) +
+        ";\nstatic constexpr bool HAS_BIAS = " +
+        boolean(bool(layer.getBias())) + ";\n";
+    instance.signature = "const kiln_step_args *a, int64_t rows, const float "
+                         "*x, const float *g, const float *b, float *y";
+    instance.body = "kiln::kernels::layer_norm<Config>(a, rows, x, g, b, y);";
+    arguments.push_back(layer.getBias() ? pointer(layer.getBias(), op)
+                                        : "nullptr");
+  }
+  arguments.push_back(pointer(op->getResult(0), op));
+  std::string name = useKernel(instance, op, "input " + typeString(inputType));
+  call(op, name, arguments);
+}
+
+void CpuStepEmitter::emitTranspose(TransposeOp op) {
+  RankedTensorType input = op.getInput().getType();
+  std::vector<std::string> permutation;
+  for (int64_t p : op.getPermutation())
+    permutation.push_back(str(p));
+  Instance instance;
+  instance.kind = "transpose";
+  instance.header = "kernels/Gather.h";
+  instance.config = "static constexpr int RANK = " + str(input.getRank()) +
+                    ";\nstatic constexpr int PERM[RANK] = {" +
+                    join(permutation, ", ") + "};\n";
+  instance.signature = "const kiln_step_args *a, const int64_t *dims, const "
+                       "float *x, float *y";
+  instance.body = "kiln::kernels::transpose<Config>(a, dims, x, y);";
+  std::string name = useKernel(instance, op,
+                               "input " + typeString(input) + " to " +
+                                   typeString(op.getType()));
+  call(op, name,
+       {"dims", pointer(op.getInput(), op), pointer(op.getResult(), op)},
+       "const int64_t dims[] = {" + join(dims(op.getInput(), op), ", ") + "};");
+}
+
+void CpuStepEmitter::emitSplit(SplitOp op) {
+  RankedTensorType input = op.getInput().getType();
+  int64_t axis = op.getAxis();
+  const Dims &d = dims(op.getInput(), op);
+  Dims before(d.begin(), d.begin() + axis),
+      after(d.begin() + axis + 1, d.end());
+  std::vector<std::string> widths, outs;
+  for (Value result : op.getResults()) {
+    widths.push_back(
+        str(cast<RankedTensorType>(result.getType()).getDimSize(axis)));
+    outs.push_back(pointer(result, op));
+  }
+  if (input.isDynamicDim(axis))
+    unsupported(op, "a split along a dynamic dimension");
+  Instance instance;
+  instance.kind = "split";
+  instance.header = "kernels/Gather.h";
+  instance.config =
+      "static constexpr int64_t AXIS_SIZE = " + str(input.getDimSize(axis)) +
+      ", PARTS = " + str(int64_t(widths.size())) +
+      ";\nstatic constexpr int64_t WIDTH[PARTS] = {" + join(widths, ", ") +
+      "};\n";
+  instance.signature = "const kiln_step_args *a, int64_t outer, int64_t "
+                       "inner, const float *x, float *const *out";
+  instance.body = "kiln::kernels::split<Config>(a, outer, inner, x, out);";
+  std::string name = useKernel(instance, op,
+                               "input " + typeString(input) + " along axis " +
+                                   str(axis) + " into " + join(widths, ", "));
+  call(op, name,
+       {before.empty() ? "1" : join(before, " * "),
+        after.empty() ? "1" : join(after, " * "), pointer(op.getInput(), op),
+        "out"},
+       "float *const out[] = {" + join(outs, ", ") + "};");
+}
+
+void CpuStepEmitter::emitKVRead(KVReadOp op) {
+  readsCache = true;
+  Instance instance = cacheKernel(op, op.getCache().getType(), "kv_read");
+  instance.signature = "const kiln_step_args *a, int64_t layer, int64_t s, "
+                       "float *keys, float *values";
+  instance.body = "kiln::kernels::kv_read<Config>(a, layer, s, keys, values);";
+  std::string name = useKernel(instance, op, "layer " + str(op.getLayer()));
+  call(op, name,
+       {str(op.getLayer()), "cached", pointer(op.getKeys(), op),
+        pointer(op.getValues(), op)});
+}
+
+/// kiln.attention_scores, kiln.attention_mask, kiln.attention_output.
+void CpuStepEmitter::emitAttentionPiece(Operation *op) {
+  Instance instance;
+  instance.header = "kernels/AttentionPieces.h";
+  std::vector<std::string> arguments;
+  std::string details;
+  auto headsConfig = [&](RankedTensorType query, RankedTensorType keys) {
+    return "static constexpr int64_t H = " + str(query.getDimSize(1)) +
+           ", HKV = " + str(keys.getDimSize(2)) +
+           ", D = " + str(keys.getDimSize(3)) + ";\n";
+  };
+  if (auto scores = dyn_cast<AttentionScoresOp>(op)) {
+    instance.kind = "attention_scores";
+    instance.config =
+        headsConfig(scores.getQuery().getType(), scores.getKeys().getType());
+    instance.signature = "const kiln_step_args *a, int64_t rows, int64_t s, "
+                         "const float *q, const float *keys, float *scores";
+    instance.body = "kiln::kernels::attention_scores<Config>(a, rows, s, q, "
+                    "keys, scores);";
+    arguments = {rows(scores.getQuery(), op), dims(scores.getKeys(), op)[1],
+                 pointer(scores.getQuery(), op), pointer(scores.getKeys(), op),
+                 pointer(scores.getResult(), op)};
+    details = "query " + typeString(scores.getQuery().getType()) + ", keys " +
+              typeString(scores.getKeys().getType());
+  } else if (auto mask = dyn_cast<AttentionMaskOp>(op)) {
+    RankedTensorType type = mask.getScores().getType();
+    instance.kind = "attention_mask";
+    instance.config =
+        "static constexpr int64_t H = " + str(type.getDimSize(1)) +
+        ";\nstatic constexpr int64_t WINDOW = " +
+        str(mask.getWindow() ? int64_t(*mask.getWindow()) : 0) +
+        "; // 0: none\n";
+    instance.signature = "const kiln_step_args *a, int64_t rows, int64_t s, "
+                         "const float *x, const int32_t *positions, float *y";
+    instance.body = "kiln::kernels::attention_mask<Config>(a, rows, s, x, "
+                    "positions, y);";
+    const Dims &d = dims(mask.getScores(), op);
+    arguments = {d[0], d[2], pointer(mask.getScores(), op),
+                 pointer(mask.getPositions(), op),
+                 pointer(mask.getResult(), op)};
+    details = "scores " + typeString(type);
+  } else {
+    auto output = cast<AttentionOutputOp>(op);
+    instance.kind = "attention_output";
+    instance.config =
+        headsConfig(output.getResult().getType(), output.getValues().getType());
+    instance.signature = "const kiln_step_args *a, int64_t rows, int64_t s, "
+                         "const float *probs, const float *values, float *y";
+    instance.body = "kiln::kernels::attention_output<Config>(a, rows, s, "
+                    "probs, values, y);";
+    arguments = {rows(output.getProbs(), op), dims(output.getProbs(), op)[2],
+                 pointer(output.getProbs(), op),
+                 pointer(output.getValues(), op),
+                 pointer(output.getResult(), op)};
+    details = "probabilities " + typeString(output.getProbs().getType()) +
+              ", values " + typeString(output.getValues().getType());
+  }
+  std::string name = useKernel(instance, op, details);
+  call(op, name, arguments);
 }
 
 void CpuStepEmitter::emitOp(Operation *op) {
@@ -447,92 +852,73 @@ void CpuStepEmitter::emitOp(Operation *op) {
           [&](Operation *gemm) { emitGemm(gemm); })
       .Case([&](AttentionOp o) { emitAttention(o); })
       .Case([&](RopeOp o) { emitRope(o); })
+      .Case([&](AddOp) { emitBinary(op, "add", "Add"); })
+      .Case([&](MulOp) { emitBinary(op, "mul", "Mul"); })
+      .Case([&](SiluOp) { emitUnary(op, "silu", "Silu", 1.0); })
+      .Case([&](GeluOp o) {
+        emitUnary(op, o.getTanh() ? "gelu_tanh" : "gelu",
+                  o.getTanh() ? "GeluTanh" : "Gelu", 1.0);
+      })
+      .Case([&](ReluOp) { emitUnary(op, "relu", "Relu", 1.0); })
+      .Case([&](ScaleOp o) {
+        emitUnary(op, "scale", "Scale", o.getFactor().convertToDouble());
+      })
+      .Case([&](SoftmaxOp o) { emitSoftmax(o); })
+      .Case<RmsNormOp, LayerNormOp>([&](Operation *norm) { emitNorm(norm); })
+      .Case([&](TransposeOp o) { emitTranspose(o); })
+      .Case([&](SplitOp o) { emitSplit(o); })
+      .Case([&](KVReadOp o) { emitKVRead(o); })
+      .Case<AttentionScoresOp, AttentionMaskOp, AttentionOutputOp>(
+          [&](Operation *piece) { emitAttentionPiece(piece); })
       .Case([&](EmbeddingOp o) {
         RankedTensorType table = o.getTable().getType();
-        if (!table.getElementType().isF32() &&
-            !isa<BlockQuantizedTypeInterface>(table.getElementType()) &&
-            !table.getElementType().isF16() && !table.getElementType().isBF16())
-          unsupported(op, "unsupported table type");
+        Instance instance;
+        instance.kind = "embedding";
+        instance.header = "kernels/Gather.h";
+        instance.config =
+            "static constexpr int64_t D = " + str(table.getDimSize(1)) + ";\n";
+        instance.signature = "const kiln_step_args *a, int64_t rows, const "
+                             "int32_t *ids, const float *table, float *out";
+        instance.body =
+            "kiln::kernels::embedding<Config>(a, rows, ids, table, out);";
         std::string name = useKernel(
-            "embedding",
-            substitute(kEmbeddingKernel, {{"D", str(table.getDimSize(1))}}),
-            "void $NAME(const kiln_step_args *a, int64_t rows, const int32_t "
-            "*ids, const float *table, float *out);",
-            op, "table " + typeString(table) + " (stored f32)");
-        call(op, "kiln_gen::" + name + "(a, " + rows(o.getIds()) + ", " +
-                     pointer(o.getIds(), op) + ", " +
-                     weightPlain(o.getTable()) + ", " +
-                     pointer(o.getResult(), op) + ");");
-      })
-      .Case([&](SplitOp o) {
-        RankedTensorType input = o.getInput().getType();
-        if (input.getRank() != 2 || o.getAxis() != 1)
-          unsupported(op, "only splits of [rows, N] along axis 1");
-        std::string widths, outs;
-        for (Value result : o.getResults()) {
-          widths += (widths.empty() ? "" : ", ") +
-                    str(cast<RankedTensorType>(result.getType()).getDimSize(1));
-          outs += (outs.empty() ? "" : ", ") + pointer(result, op);
-        }
-        std::string name = useKernel(
-            "split",
-            substitute(kSplitKernel, {{"N", str(input.getDimSize(1))},
-                                      {"PARTS", str(o.getNumResults())},
-                                      {"WIDTHS", widths}}),
-            "void $NAME(const kiln_step_args *a, int64_t rows, const float "
-            "*x, float *const *out);",
-            op, "input " + typeString(input) + " into " + widths);
-        call(op, "{\n    float *const out[] = {" + outs +
-                     "};\n    kiln_gen::" + name + "(a, " + rows(o.getInput()) +
-                     ", " + pointer(o.getInput(), op) + ", out);\n  }");
+            instance, op, "table " + typeString(table) + " (stored f32)");
+        call(op, name,
+             {rows(o.getIds(), op), pointer(o.getIds(), op),
+              weightPlain(o.getTable()), pointer(o.getResult(), op)});
       })
       .Case([&](KVAppendOp o) {
-        auto cache = cast<KVCacheType>(o.getCache().getType());
-        if (!cache.getElementType().isF32())
-          unsupported(op, "the CPU kernels write an f32 KV cache, not " +
-                              typeString(cache.getElementType()));
-        std::string name = useKernel(
-            "kv_append",
-            substitute(kKVAppendKernel, {{"HKV", str(cache.getNumKvHeads())},
-                                         {"D", str(cache.getHeadDim())}}),
-            "void $NAME(const kiln_step_args *a, int64_t layer, const float "
-            "*keys, const float *values);",
-            op, "layer " + str(o.getLayer()));
-        call(op, "kiln_gen::" + name + "(a, " + str(o.getLayer()) + ", " +
-                     pointer(o.getKeys(), op) + ", " +
-                     pointer(o.getValues(), op) + ");");
+        Instance instance =
+            cacheKernel(op, o.getCache().getType(), "kv_append");
+        instance.signature = "const kiln_step_args *a, int64_t layer, const "
+                             "float *keys, const float *values";
+        instance.body =
+            "kiln::kernels::kv_append<Config>(a, layer, keys, values);";
+        std::string name =
+            useKernel(instance, op, "layer " + str(o.getLayer()));
+        call(op, name,
+             {str(o.getLayer()), pointer(o.getKeys(), op),
+              pointer(o.getValues(), op)});
       })
       .Case([&](GatherRowsOp o) {
         RankedTensorType input = o.getInput().getType();
-        std::string name = useKernel(
-            "gather_rows",
-            substitute(kGatherRowsKernel, {{"D", str(input.getDimSize(1))}}),
-            "void $NAME(const kiln_step_args *a, const int32_t *rows, const "
-            "float *x, float *out);",
-            op, "input " + typeString(input));
-        call(op, "kiln_gen::" + name + "(a, " + pointer(o.getRows(), op) +
-                     ", " + pointer(o.getInput(), op) + ", " +
-                     pointer(o.getResult(), op) + ");");
-      })
-      .Case([&](RmsNormOp o) {
-        RankedTensorType input = o.getInput().getType();
-        std::string name = useKernel(
-            "rms_norm",
-            substitute(kRmsNormKernel,
-                       {{"D", str(input.getShape().back())},
-                        {"EPSILON", floatLiteral(float(
-                                        o.getEpsilon().convertToDouble()))}}),
-            "void $NAME(const kiln_step_args *a, int64_t rows, const float "
-            "*x, const float *g, float *y);",
-            op, "input " + typeString(input));
-        call(op, "kiln_gen::" + name + "(a, " + rows(o.getInput()) + ", " +
-                     pointer(o.getInput(), op) + ", " +
-                     pointer(o.getWeight(), op) + ", " +
-                     pointer(o.getResult(), op) + ");");
+        Instance instance;
+        instance.kind = "gather_rows";
+        instance.header = "kernels/Gather.h";
+        instance.config =
+            "static constexpr int64_t D = " + str(input.getDimSize(1)) + ";\n";
+        instance.signature = "const kiln_step_args *a, const int32_t *rows, "
+                             "const float *x, float *out";
+        instance.body = "kiln::kernels::gather_rows<Config>(a, rows, x, out);";
+        std::string name =
+            useKernel(instance, op, "input " + typeString(input));
+        call(op, name,
+             {pointer(o.getRows(), op), pointer(o.getInput(), op),
+              pointer(o.getResult(), op)});
       })
       .Default([&](Operation *other) {
-        unsupported(other, "no CPU kernel for this op yet (the fusion "
-                           "pipeline removes most unfused ops)");
+        unsupported(other, "no CPU kernel for this op (kiln-opt "
+                           "--kiln-check-cpu-legality says why)");
       });
 }
 
@@ -557,6 +943,30 @@ std::string CpuStepEmitter::callTable() const {
   return text;
 }
 
+/// A kernel's source file: a header naming the ops, shapes and tiles it
+/// implements, its configuration and the entry point the step calls.
+std::string kernelSource(const Kernel &kernel, const std::string &target) {
+  const Instance &instance = kernel.instance;
+  std::string text = "// " + kernel.name + ".cpp - the " + instance.kind +
+                     " kernel of this step, generated by Kiln for target " +
+                     target + ".\n//\n// Implements:\n";
+  for (const std::string &use : kernel.uses)
+    text += "//   - " + use + "\n//\n";
+  text += "// Shapes and tiles: " + kernel.details + "\n";
+  text += "//\n// The kernel is " + instance.header +
+          " (Kiln's kernel library) instantiated with\n// the configuration "
+          "below; weights are packed by codegen/WeightPacker.h and\n// the "
+          "arena offsets come from the memory plan (kiln.buffers).\n\n"
+          "#include \"kiln_kernels.h\"\n\n#include \"" +
+          instance.header + "\"\n\nnamespace kiln_gen {\n";
+  if (!instance.config.empty())
+    text += "namespace {\n\nstruct Config {\n" + instance.config +
+            "};\n\n} // namespace\n\n";
+  text += "void " + kernel.name + "(" + instance.signature + ") {\n  " +
+          instance.body + "\n}\n\n} // namespace kiln_gen\n";
+  return text;
+}
+
 EmittedStep CpuStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
                                  const EmitOptions &options) {
   this->packer = &packer;
@@ -574,8 +984,12 @@ EmittedStep CpuStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
   Block &body = step.getBody().front();
   static const char *arguments[] = {"a->token_ids", "a->positions",
                                     "a->seq_ids", "a->logit_rows"};
-  for (unsigned i = 0; i < 4; ++i)
+  static const char *counts[] = {"a->tokens", "a->tokens", "a->tokens",
+                                 "a->rows"};
+  for (unsigned i = 0; i < 4; ++i) {
     pointers[body.getArgument(i)] = arguments[i];
+    dimExprs[body.getArgument(i)] = {counts[i]};
+  }
   logits = body.getTerminator()->getOperand(0);
 
   for (Operation &op : body.getOperations()) {
@@ -590,20 +1004,10 @@ EmittedStep CpuStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
 
   std::string declarations;
   for (Kernel &kernel : kernels) {
-    std::string header = "// " + kernel.name + ".cpp - a " + kernel.kind +
-                         " kernel generated by Kiln for target " +
-                         target.spec() + ".\n//\n// Implements:\n";
-    for (const std::string &use : kernel.uses)
-      header += "//   - " + use + "\n//\n";
-    header += "// Shapes and tiles: " + kernel.details + "\n";
-    header += "//\n// Weights are packed by codegen/WeightPacker.h; the "
-              "arena offsets come from\n// the memory plan (kiln.buffers).\n\n"
-              "#include \"kiln_kernels.h\"\n";
     emitted.kernels.push_back(
-        {kernel.name + ".cpp",
-         header + substitute(kernel.body, {{"NAME", kernel.name}})});
+        {kernel.name + ".cpp", kernelSource(kernel, target.spec())});
     declarations +=
-        substitute(kernel.declaration, {{"NAME", kernel.name}}) + "\n";
+        "void " + kernel.name + "(" + kernel.instance.signature + ");\n";
     emitted.kernelSummaries.push_back(kernel.name + ": " +
                                       str(kernel.uses.size()) + " op(s)");
   }
@@ -625,9 +1029,9 @@ EmittedStep CpuStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
       "profile.\n"
       "#define KILN_CALL(index, ...)                                  \\\n"
       "  if (a->call_seconds) {                                       \\\n"
-      "    double start = kiln_gen::now();                            \\\n"
+      "    double start = kiln::kernels::now();                       \\\n"
       "    __VA_ARGS__                                                \\\n"
-      "    a->call_seconds[index] += kiln_gen::now() - start;         \\\n"
+      "    a->call_seconds[index] += kiln::kernels::now() - start;    \\\n"
       "  } else {                                                     \\\n"
       "    __VA_ARGS__                                                \\\n"
       "  }\n\n"
@@ -637,14 +1041,24 @@ EmittedStep CpuStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
       " || a->rows < 0 || a->rows > a->tokens)\n"
       "    return 1;\n"
       "  float *scratch = (float *)(a->arena + " +
-      str(scratchOffset) + ");\n  (void)scratch;\n" + calls +
-      "  return 0;\n}\n";
+      str(scratchOffset) + ");\n  (void)scratch;\n" +
+      (readsCache ? "  // S: the cached positions kiln.kv_read reads (the "
+                    "step's last position + 1).\n  const int64_t cached = "
+                    "kiln::kernels::cached_positions(a);\n"
+                  : "") +
+      calls + "  return 0;\n}\n";
   emitted.step = {"step.cpp", stepText};
   emitted.headers.push_back(
       {"kiln_kernels.h",
-       substitute(cpu::kSupportHeader,
-                  {{"TARGET", target.spec()},
-                   {"V", str(target.cpu().vectorFloats())}})});
+       "// kiln_kernels.h - what every kernel of this step includes.\n"
+       "// Generated by Kiln for target " +
+           target.spec() + ": vectors of " + str(target.cpu().vectorFloats()) +
+           " floats.\n#ifndef KILN_KERNELS_H\n#define KILN_KERNELS_H\n\n"
+           "#define KILN_VECTOR_FLOATS " +
+           str(target.cpu().vectorFloats()) +
+           "\n#include \"kernels/Vector.h\"\n\n#endif // KILN_KERNELS_H\n"});
+  for (const cpu::KernelLibraryFile &file : cpu::kernelLibrary())
+    emitted.headers.push_back({file.path, file.text});
   return emitted;
 }
 

@@ -8,8 +8,10 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -135,10 +137,19 @@ void compileSharedLibrary(const std::string &compiler,
                           const std::vector<std::string> &flags,
                           const std::string &output, unsigned jobs) {
   // No -ffast-math: sums run in the order the interpreter's do, so results
-  // match the reference to rounding.
+  // match the reference to rounding. Warnings are errors: the kernel
+  // library and the emitter's instantiations are Kiln's own code, kept
+  // warning-free on GCC and Clang (test/kernels builds it the same way).
   std::vector<std::string> common = {
-      "-std=c++17",      "-O3",       "-fPIC", "-fno-math-errno",
-      "-fno-exceptions", "-fno-rtti", "-w"};
+      "-std=c++17", "-O3",   "-fPIC",   "-fno-math-errno", "-fno-exceptions",
+      "-fno-rtti",  "-Wall", "-Wextra", "-Werror"};
+  // Headers (kiln_kernels.h, StepABI.h, kernels/) are beside the sources.
+  for (const std::string &source : sources) {
+    std::string dir = llvm::sys::path::parent_path(source).str();
+    std::string include = "-I" + (dir.empty() ? std::string(".") : dir);
+    if (std::find(common.begin(), common.end(), include) == common.end())
+      common.push_back(include);
+  }
   common.insert(common.end(), flags.begin(), flags.end());
   std::vector<std::string> objects;
   std::vector<Job> running;

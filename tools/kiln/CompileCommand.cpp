@@ -98,6 +98,7 @@ std::string cacheKey(const CompileOptions &o, const std::string &targetSpec) {
   add(o.dtype);
   add(std::to_string(o.maxTokens));
   add(std::to_string(o.context));
+  add(o.fusion ? "fusion" : "no-fusion");
   for (const std::string &file :
        {o.model, o.tokenizer, o.fusionRules, o.tuningFile}) {
     if (file.empty()) {
@@ -150,6 +151,7 @@ void compileUncached(const CompileOptions &o,
   pipeline.maxTokens = o.maxTokens;
   pipeline.tuningFile = o.tuningFile;
   pipeline.fusionRules = o.fusionRules;
+  pipeline.fusion = o.fusion;
   addKilnPipeline(pm, pipeline);
   if (failed(pm.run(*model.module)))
     throw std::runtime_error(o.model + ": the pipeline failed (see the "

@@ -25,6 +25,7 @@ struct CompileOptions {
   std::string fusionRules;
   std::string tuningFile;
   bool explainFusion = false;
+  bool fusion = true; ///< false: --no-fusion (the model as imported)
   int64_t maxTokens = 512;
   int64_t context = 0; ///< KV positions; 0: the model's context length
   bool useCache = true;

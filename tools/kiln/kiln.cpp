@@ -530,6 +530,10 @@ int main(int argc, char **argv) {
                          "User fusion rules (.pdll or PDL .mlir)");
   compileCmd->add_flag("--explain-fusion", compileOptions.explainFusion,
                        "A remark for every fusion candidate not fused");
+  compileCmd->add_flag(
+      "--no-fusion", [&](int64_t) { compileOptions.fusion = false; },
+      "Skip Kiln's fusion passes: the model as imported, every op its own "
+      "kernel (--fusion-rules still apply), to measure what fusion is worth");
   compileCmd->add_option("--tuning-file", compileOptions.tuningFile,
                          "Tile overrides (docs/passes/tiling.md)");
   compileCmd

@@ -1,0 +1,137 @@
+//===- Gather.h - Embedding, row gathers and layout copies ----*- C++ -*-===//
+//
+// Part of Kiln's CPU kernel library. The kernels that move rows without
+// arithmetic: kiln.embedding, kiln.gather_rows, kiln.split, kiln.transpose,
+// and the KV cache's kiln.kv_append and kiln.kv_read (runtime/StepABI.h's
+// kiln_kv_cache, f32).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_KERNELS_GATHER_H
+#define KILN_KERNELS_GATHER_H
+
+#include "Vector.h"
+
+namespace kiln::kernels {
+
+/// out[t] = table[ids[t]] for `rows` ids, rows of C::D (ids are checked by
+/// the runtime before the step).
+template <class C>
+void embedding(const kiln_step_args *a, int64_t rows, const int32_t *ids,
+               const float *table, float *out) {
+  parallel(a, rows, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      memcpy(out + t * C::D, table + (int64_t)ids[t] * C::D,
+             C::D * sizeof(float));
+  });
+}
+
+/// out[r] = x[rows[r]] for r < a->rows, rows of C::D: only the rows that
+/// need logits go on.
+template <class C>
+void gather_rows(const kiln_step_args *a, const int32_t *rows, const float *x,
+                 float *out) {
+  for (int64_t r = 0; r < a->rows; ++r)
+    memcpy(out + r * C::D, x + (int64_t)rows[r] * C::D, C::D * sizeof(float));
+}
+
+/// kiln.split of x, viewed as [outer, C::AXIS_SIZE, inner], along the
+/// middle dimension: out[i] gets C::WIDTH[i] of it, in order.
+template <class C>
+void split(const kiln_step_args *a, int64_t outer, int64_t inner,
+           const float *x, float *const *out) {
+  parallel(a, outer, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t offset = 0;
+      for (int64_t i = 0; i < C::PARTS; ++i) {
+        int64_t chunk = C::WIDTH[i] * inner;
+        memcpy(out[i] + t * chunk, x + t * C::AXIS_SIZE * inner + offset,
+               chunk * sizeof(float));
+        offset += chunk;
+      }
+    }
+  });
+}
+
+/// kiln.transpose: y[i_p0, ..., i_pn] = x[i_0, ..., i_n] with C::RANK
+/// dimensions, C::PERM the permutation and `dims` x's extents (runtime:
+/// some are token or cached-position counts). Where the last dimension
+/// stays last, whole rows are copied.
+template <class C>
+void transpose(const kiln_step_args *a, const int64_t *dims, const float *x,
+               float *y) {
+  constexpr int R = C::RANK;
+  int64_t inStride[R], outDims[R];
+  inStride[R - 1] = 1;
+  for (int i = R - 2; i >= 0; --i)
+    inStride[i] = inStride[i + 1] * dims[i + 1];
+  int64_t outRows = 1;
+  for (int j = 0; j < R; ++j) {
+    outDims[j] = dims[C::PERM[j]];
+    if (j < R - 1)
+      outRows *= outDims[j];
+  }
+  const int64_t width = outDims[R - 1];
+  const int64_t step = inStride[C::PERM[R - 1]];
+  parallel(a, outRows, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      // The input offset of output row `row`'s first element.
+      int64_t from = 0;
+      for (int64_t j = R - 2, rest = row; j >= 0; --j) {
+        from += rest % outDims[j] * inStride[C::PERM[j]];
+        rest /= outDims[j];
+      }
+      float *yr = y + row * width;
+      if (step == 1) {
+        memcpy(yr, x + from, width * sizeof(float));
+        continue;
+      }
+      for (int64_t i = 0; i < width; ++i)
+        yr[i] = x[from + i * step];
+    }
+  });
+}
+
+/// Keys and values [a->tokens, C::HKV, C::D] of this step's tokens into the
+/// cache at (layer, seq_ids[t], positions[t]).
+template <class C>
+void kv_append(const kiln_step_args *a, int64_t layer, const float *keys,
+               const float *values) {
+  constexpr int64_t ROW = C::HKV * C::D;
+  const kiln_kv_cache *c = a->cache;
+  for (int64_t t = 0; t < a->tokens; ++t) {
+    int64_t at = layer * c->layer_stride + a->seq_ids[t] * c->seq_stride +
+                 a->positions[t] * c->position_stride;
+    memcpy(static_cast<float *>(c->keys) + at, keys + t * ROW,
+           ROW * sizeof(float));
+    memcpy(static_cast<float *>(c->values) + at, values + t * ROW,
+           ROW * sizeof(float));
+  }
+}
+
+/// kiln.kv_read: keys[t, s] and values[t, s] ([C::HKV, C::D] each) are the
+/// cache's entries at (layer, seq_ids[t], s) for s < `s`. Positions past a
+/// token's own are whatever the cache slot holds (finite: the runtime zeroes
+/// the cache); attention masks them.
+template <class C>
+void kv_read(const kiln_step_args *a, int64_t layer, int64_t s, float *keys,
+             float *values) {
+  constexpr int64_t ROW = C::HKV * C::D;
+  const kiln_kv_cache *c = a->cache;
+  parallel(a, a->tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t base = layer * c->layer_stride + a->seq_ids[t] * c->seq_stride;
+      for (int64_t p = 0; p < s; ++p) {
+        int64_t at = base + p * c->position_stride;
+        memcpy(keys + (t * s + p) * ROW,
+               static_cast<const float *>(c->keys) + at, ROW * sizeof(float));
+        memcpy(values + (t * s + p) * ROW,
+               static_cast<const float *>(c->values) + at, ROW * sizeof(float));
+      }
+    }
+  });
+}
+
+} // namespace kiln::kernels
+
+#endif // KILN_KERNELS_GATHER_H

@@ -1,0 +1,73 @@
+//===- Norms.h - Normalization kernels --------------------------*- C++ -*-===//
+//
+// Part of Kiln's CPU kernel library. kiln.rms_norm (also the prologue of
+// fused GEMMs) and kiln.layer_norm over the last dimension of [rows, D].
+// Sums run in element order, like the reference interpreter's, so the norms
+// match it to rounding whatever the vector width.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_KERNELS_NORMS_H
+#define KILN_KERNELS_NORMS_H
+
+#include "Vector.h"
+
+namespace kiln::kernels {
+
+/// y[r] = g * x[r] / sqrt(mean(x[r]^2) + eps) for rows [begin, end) of
+/// [rows, d].
+inline void rms_norm_rows(const float *x, const float *g, float *y, int64_t d,
+                          float eps, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
+    const float *xr = x + r * d;
+    float ss = 0.0f;
+    for (int64_t i = 0; i < d; ++i)
+      ss += xr[i] * xr[i];
+    ss /= (float)d;
+    ss += eps;
+    float s = 1.0f / sqrtf(ss);
+    for (int64_t i = 0; i < d; ++i)
+      y[r * d + i] = g[i] * (s * xr[i]);
+  }
+}
+
+/// kiln.rms_norm of [rows, C::D] with C::EPSILON, rows spread over the
+/// threads.
+template <class C>
+void rms_norm(const kiln_step_args *a, int64_t rows, const float *x,
+              const float *g, float *y) {
+  parallel(a, rows, [&](int64_t begin, int64_t end) {
+    rms_norm_rows(x, g, y, C::D, C::EPSILON, begin, end);
+  });
+}
+
+/// kiln.layer_norm of [rows, C::D]: with mu the row's mean and var the mean
+/// of (x - mu)^2, y = (x - mu) / sqrt(var + C::EPSILON) * g (+ b when
+/// C::HAS_BIAS).
+template <class C>
+void layer_norm(const kiln_step_args *a, int64_t rows, const float *x,
+                const float *g, const float *b, float *y) {
+  constexpr int64_t D = C::D;
+  parallel(a, rows, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float *xr = x + r * D;
+      float mean = 0.0f;
+      for (int64_t i = 0; i < D; ++i)
+        mean += xr[i];
+      mean /= (float)D;
+      float var = 0.0f;
+      for (int64_t i = 0; i < D; ++i)
+        var += (xr[i] - mean) * (xr[i] - mean);
+      var /= (float)D;
+      float s = 1.0f / sqrtf(var + C::EPSILON);
+      for (int64_t i = 0; i < D; ++i) {
+        float v = (xr[i] - mean) * s * g[i];
+        y[r * D + i] = C::HAS_BIAS ? v + b[i] : v;
+      }
+    }
+  });
+}
+
+} // namespace kiln::kernels
+
+#endif // KILN_KERNELS_NORMS_H

@@ -1,0 +1,218 @@
+//===- Vector.h - SIMD vectors and threads for the kernels -----*- C++ -*-===//
+//
+// Part of Kiln's CPU kernel library. What every kernel family uses: vectors
+// of V floats as GCC/Clang vector extensions (one text serves every ISA; the
+// compiler picks the instructions from its -m flags), loads of f32, f16 and
+// bf16 weights, a vector exp, bf16 dot products, and the runtime's thread
+// pool (runtime/StepABI.h).
+//
+// V is KILN_VECTOR_FLOATS, which generated code defines from the target
+// (docs/targets.md); without it, the widest vectors the compiler's flags
+// allow.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_KERNELS_VECTOR_H
+#define KILN_KERNELS_VECTOR_H
+
+#include "StepABI.h"
+
+#if defined(__AVX512BF16__)
+#include <immintrin.h>
+#endif
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef KILN_VECTOR_FLOATS
+#if defined(__AVX512F__)
+#define KILN_VECTOR_FLOATS 16
+#elif defined(__AVX2__)
+#define KILN_VECTOR_FLOATS 8
+#else
+#define KILN_VECTOR_FLOATS 4
+#endif
+#endif
+
+namespace kiln::kernels {
+
+constexpr int V = KILN_VECTOR_FLOATS; // floats per vector register
+typedef float vfloat __attribute__((vector_size(V * sizeof(float))));
+typedef int32_t vi32 __attribute__((vector_size(V * sizeof(int32_t))));
+typedef uint16_t vu16 __attribute__((vector_size(V * sizeof(uint16_t))));
+typedef uint32_t vu32 __attribute__((vector_size(V * sizeof(uint32_t))));
+typedef _Float16 vf16 __attribute__((vector_size(V * sizeof(_Float16))));
+
+/// bf16 weights: the top half of an f32 (a distinct type for overloading).
+struct bf16 {
+  uint16_t bits;
+};
+
+// Unaligned loads and stores (memcpy compiles to one instruction).
+inline vfloat vload(const float *p) {
+  vfloat v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+/// V bf16 weights, widened by a shift.
+inline vfloat vload(const bf16 *p) {
+  vu16 h;
+  memcpy(&h, p, sizeof h);
+  vu32 w = __builtin_convertvector(h, vu32) << 16;
+  vfloat v;
+  memcpy(&v, &w, sizeof v);
+  return v;
+}
+inline vfloat vload(const _Float16 *p) {
+  vf16 h;
+  memcpy(&h, p, sizeof h);
+  return __builtin_convertvector(h, vfloat);
+}
+inline void vstore(float *p, vfloat v) { memcpy(p, &v, sizeof v); }
+inline vfloat vsplat(float x) { return vfloat{} + x; }
+
+/// 2V bf16 values packed as V lanes of (column c, column c + V): the low
+/// halves shifted up are columns c, the high halves masked are c + V.
+inline void vload_bf16_pair(const bf16 *p, vfloat &low, vfloat &high) {
+  vu32 w;
+  memcpy(&w, p, sizeof w);
+  vu32 lo = w << 16, hi = w & 0xffff0000u;
+  memcpy(&low, &lo, sizeof low);
+  memcpy(&high, &hi, sizeof high);
+}
+/// Other weight types never take the pair path; this keeps it compiling.
+template <typename T>
+inline void vload_bf16_pair(const T *, vfloat &, vfloat &) {}
+
+/// V 32-bit lanes of packed weights as they are (bf16 dot products read
+/// them so).
+template <typename T> inline vfloat vload_bits(const T *p) {
+  vfloat v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/// f32 to bf16, rounding to nearest even (as the weight packer rounds).
+inline uint16_t to_bf16(float x) {
+  uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return uint16_t((bits >> 16) | 0x40u); // NaN stays a (quiet) NaN
+  return uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+/// acc + w.even * x.even + w.odd * x.odd per lane: w holds V lanes of two
+/// bf16 weights (k, k + 1) of one column, `pair` two bf16 activations (k,
+/// k + 1). One vdpbf16ps where the CPU has it (twice the FLOPs of an f32
+/// FMA); elsewhere the same sums widened to f32.
+inline vfloat vdot_bf16(vfloat acc, uint32_t pair, vfloat w) {
+#if defined(__AVX512BF16__) && KILN_VECTOR_FLOATS == 16
+  __m512i x = _mm512_set1_epi32((int)pair);
+  return (vfloat)_mm512_dpbf16_ps((__m512)acc, (__m512bh)x,
+                                  (__m512bh)(__m512i)w);
+#else
+  vu32 bits;
+  memcpy(&bits, &w, sizeof bits);
+  vu32 even = bits << 16, odd = bits & 0xffff0000u;
+  vfloat we, wo;
+  memcpy(&we, &even, sizeof we);
+  memcpy(&wo, &odd, sizeof wo);
+  uint32_t xe = pair << 16, xo = pair & 0xffff0000u;
+  float fe, fo;
+  memcpy(&fe, &xe, sizeof fe);
+  memcpy(&fo, &xo, sizeof fo);
+  return acc + we * fe + wo * fo;
+#endif
+}
+
+/// Rows [begin, end) of x[rows, k] as bf16 pairs: row r of y holds kp / 2
+/// 32-bit lanes (x[r][2i], x[r][2i + 1]), the last one padded with zero when
+/// k is odd.
+inline void to_bf16_pairs(const float *x, uint16_t *y, int64_t k, int64_t kp,
+                          int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
+    for (int64_t i = 0; i < k; ++i)
+      y[r * kp + i] = to_bf16(x[r * k + i]);
+    for (int64_t i = k; i < kp; ++i)
+      y[r * kp + i] = 0;
+  }
+}
+
+/// exp(x) for V lanes at once (Cephes' expf: Cody-Waite reduction by ln 2
+/// and a degree-5 polynomial; within 2 ulp of expf for x in [-87, 88], to
+/// which x is clamped). Softmax weights below e^-87 are zero to float
+/// precision.
+inline vfloat vexp(vfloat x) {
+  x = x < -87.0f ? vsplat(-87.0f) : x;
+  x = x > 88.0f ? vsplat(88.0f) : x;
+  vfloat fx = x * 1.44269504088896341f + 0.5f;
+  vfloat n = __builtin_convertvector(__builtin_convertvector(fx, vi32), vfloat);
+  n = n > fx ? n - 1.0f : n; // floor
+  x = x - n * 0.693359375f - n * -2.12194440e-4f;
+  vfloat y = 1.9875691500e-4f * x + 1.3981999507e-3f;
+  y = y * x + 8.3334519073e-3f;
+  y = y * x + 4.1665795894e-2f;
+  y = y * x + 1.6666665459e-1f;
+  y = y * x + 5.0000001201e-1f;
+  y = y * x * x + x + 1.0f;
+  vi32 bits = (__builtin_convertvector(n, vi32) + 127) << 23;
+  vfloat scale;
+  memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+
+/// The largest of a vector's lanes.
+inline float hmax(vfloat v) {
+  float lanes[V], top = -INFINITY;
+  vstore(lanes, v);
+  for (int i = 0; i < V; ++i)
+    top = lanes[i] > top ? lanes[i] : top;
+  return top;
+}
+/// The sum of a vector's lanes, in lane order.
+inline float hsum(vfloat v) {
+  float lanes[V], total = 0.0f;
+  vstore(lanes, v);
+  for (int i = 0; i < V; ++i)
+    total += lanes[i];
+  return total;
+}
+
+/// Seconds on a monotonic clock, for profiles.
+inline double now() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/// Runs body(begin, end) over [0, n) on the runtime's thread pool (in
+/// chunks of one item: the items are the kernels' tasks), or inline when
+/// there is one thread or one item.
+template <typename Body>
+inline void parallel(const kiln_step_args *a, int64_t n, const Body &body) {
+  if (n <= 0)
+    return;
+  if (n == 1 || !a->parallel || a->parallel->threads <= 1) {
+    body(int64_t(0), n);
+    return;
+  }
+  kiln_task_fn task = [](void *ctx, int64_t begin, int64_t end) {
+    (*static_cast<const Body *>(ctx))(begin, end);
+  };
+  a->parallel->parallel_for(a->parallel->pool, n, 1, task,
+                            const_cast<Body *>(&body));
+}
+
+/// The largest position of the step plus one: S, the cached positions
+/// kiln.kv_read reads for every token.
+inline int64_t cached_positions(const kiln_step_args *a) {
+  int64_t s = 0;
+  for (int64_t t = 0; t < a->tokens; ++t)
+    s = a->positions[t] + 1 > s ? a->positions[t] + 1 : s;
+  return s;
+}
+
+} // namespace kiln::kernels
+
+#endif // KILN_KERNELS_VECTOR_H

@@ -1,0 +1,216 @@
+//===- KernelInstances.h - The kernel configurations under test -*- C++ -*-===//
+//
+// Part of Kiln's CPU kernel tests. The configurations (what the code
+// generator would choose: shapes, tiles, flags) that KernelInstances.cpp
+// instantiates codegen/cpu/kernels/ with, and the plain functions that call
+// those instantiations. KernelInstances.cpp is compiled once per ISA, with
+// that ISA's flags; KernelTest.cpp, compiled without them, sees only this
+// header, so that no code built for the ISA runs before the test has checked
+// that the CPU has it.
+//
+// Keep this header free of the kernel headers: <cstdint> and the step ABI
+// only, and data, no inline functions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TEST_KERNELS_KERNELINSTANCES_H
+#define KILN_TEST_KERNELS_KERNELINSTANCES_H
+
+#include "runtime/StepABI.h"
+
+#include <cstdint>
+
+namespace kiln::kernel_test {
+
+/// A function of one element, in kiln::kernels::Unary's order.
+enum class Unary { Identity, Silu, Gelu, GeluTanh, Relu, Scale };
+/// kiln::kernels::Binary's order.
+enum class Binary { Add, Mul };
+/// How GEMM weights are stored (codegen/WeightPacker.h).
+enum class WeightType { F32, F16, BF16 };
+enum class PanelLayout { Plain, LanePairs, KPairs };
+
+//===--- GEMM -------------------------------------------------------------===//
+
+/// One Gemm configuration. The tiles are small and odd so that k blocks,
+/// partial panels and partial register blocks all run.
+struct GemmCase {
+  const char *name;
+  int64_t n, k;
+  int nr; // columns per panel: nr floats when > 0, else -nr vectors of V
+  int mr;
+  int64_t prefillFrom, prefillM, prefillPanels, prefillK; // PREFILL_N in NR
+  int64_t decodePanels, decodeK;                          // DECODE_N in NR
+  bool swiglu, bias, residual, prologue;
+  Unary activation;
+  WeightType wtype;
+  PanelLayout layout; // LanePairs: BF16_PAIRS; KPairs: BF16_DOT
+};
+
+constexpr float kGemmEpsilon = 1e-5f;
+
+// clang-format off
+inline constexpr GemmCase kGemmCases[] = {
+  // name                      n   k    nr  mr pf pm pp  pk dp  dk   swiglu bias   resid  prolog activation        wtype              layout
+  {"small_f32_nr1v",           37, 53,  -1, 3, 4, 5, 2,  12, 1, 20,  false, false, false, false, Unary::Identity, WeightType::F32,  PanelLayout::Plain},
+  {"small_f32_nr2v_fused_silu",37, 53,  -2, 3, 4, 5, 2,  12, 1, 20,  false, true,  true,  true,  Unary::Silu,     WeightType::F32,  PanelLayout::Plain},
+  {"small_f32_gelu_bias",      37, 53,  -2, 3, 4, 7, 1,  12, 2, 53,  false, true,  false, false, Unary::Gelu,     WeightType::F32,  PanelLayout::Plain},
+  {"small_f32_gelutanh_resid", 37, 53,  -1, 3, 4, 5, 3,  12, 1, 11,  false, false, true,  true,  Unary::GeluTanh, WeightType::F32,  PanelLayout::Plain},
+  {"small_f32_relu",           37, 53,  -1, 3, 4, 5, 2,  12, 1, 20,  false, true,  true,  false, Unary::Relu,     WeightType::F32,  PanelLayout::Plain},
+  {"small_f32_swiglu",         37, 53,  -2, 3, 4, 5, 2,  12, 1, 20,  true,  false, false, true,  Unary::Identity, WeightType::F32,  PanelLayout::Plain},
+  {"small_f16_bias_resid",     37, 53,  -2, 3, 4, 5, 2,  12, 1, 20,  false, true,  true,  false, Unary::Identity, WeightType::F16,  PanelLayout::Plain},
+  {"small_f16_swiglu",         37, 53,  -1, 3, 4, 5, 2,  12, 1, 20,  true,  false, false, false, Unary::Identity, WeightType::F16,  PanelLayout::Plain},
+  {"small_bf16_prologue_silu", 37, 53,  -1, 3, 4, 5, 2,  12, 1, 20,  false, false, false, true,  Unary::Silu,     WeightType::BF16, PanelLayout::Plain},
+  {"small_bf16_pairs",         37, 53,  -2, 3, 4, 5, 2,  12, 1, 20,  false, true,  true,  false, Unary::Identity, WeightType::BF16, PanelLayout::LanePairs},
+  {"small_bf16_pairs_swiglu",  37, 53,  -2, 3, 4, 5, 2,  12, 1, 20,  true,  false, false, true,  Unary::Identity, WeightType::BF16, PanelLayout::LanePairs},
+  {"small_bf16_dot",           37, 53,  -1, 3, 4, 5, 2,  11, 1, 21,  false, true,  true,  false, Unary::Identity, WeightType::BF16, PanelLayout::KPairs},
+  {"small_bf16_dot_prologue",  37, 53,  -2, 3, 4, 5, 2,  12, 1, 20,  false, false, false, true,  Unary::Relu,     WeightType::BF16, PanelLayout::KPairs},
+  {"small_bf16_dot_swiglu",    37, 53,  -2, 3, 4, 5, 2,  12, 1, 20,  true,  false, false, true,  Unary::Identity, WeightType::BF16, PanelLayout::KPairs},
+  {"default_f32",              97, 100, 32, 6, 16, 48, 1, 64, 1, 100, false, false, false, false, Unary::Identity, WeightType::F32,  PanelLayout::Plain},
+  {"default_f32_fused",        97, 100, -2, 6, 16, 48, 1, 64, 1, 100, false, true,  true,  true,  Unary::Silu,     WeightType::F32,  PanelLayout::Plain},
+  {"default_f16_swiglu",       97, 100, 32, 6, 16, 48, 1, 64, 1, 100, true,  false, false, true,  Unary::Identity, WeightType::F16,  PanelLayout::Plain},
+  {"default_bf16_pairs_fused", 97, 100, 32, 6, 16, 48, 1, 64, 1, 100, false, true,  true,  true,  Unary::GeluTanh, WeightType::BF16, PanelLayout::LanePairs},
+  {"default_bf16_dot",         97, 100, 32, 6, 16, 48, 1, 64, 1, 100, false, true,  true,  false, Unary::Identity, WeightType::BF16, PanelLayout::KPairs},
+  {"default_bf16_dot_swiglu",  97, 100, 32, 6, 16, 48, 1, 64, 1, 100, true,  false, false, true,  Unary::Identity, WeightType::BF16, PanelLayout::KPairs},
+};
+// clang-format on
+constexpr int kGemmCaseCount = sizeof(kGemmCases) / sizeof(kGemmCases[0]);
+
+/// Whether this build instantiates kGemmCases[c]: BF16_DOT only where the
+/// compiler targets vdpbf16ps (__AVX512BF16__ and V == 16).
+bool gemm_available(int c);
+/// kiln::kernels::Gemm<kGemmCases[c]>::run.
+void gemm(int c, const kiln_step_args *a, int64_t rows, const float *x,
+          const float *normWeight, float *scratch, const void *w,
+          const void *w2, const float *bias, const float *residual, float *y);
+
+//===--- Attention --------------------------------------------------------===//
+
+/// A configuration of kiln::kernels::Attention, and of the unfused pieces
+/// (which read H, HKV, D and WINDOW).
+struct AttentionCase {
+  const char *name;
+  int64_t h, hkv, d, kvBlock, qBlock, window;
+  float scale;
+};
+
+inline constexpr AttentionCase kAttentionCases[] = {
+    {"d12_kv7", 6, 2, 12, 7, 8, 0, 0.2886751f},
+    {"d12_kv5_window9", 6, 2, 12, 5, 5, 9, 0.2886751f},
+    {"d32_kv7", 6, 2, 32, 7, 8, 0, 0.1767767f},
+    {"d32_kv16_window11", 6, 2, 32, 16, 16, 11, 0.1767767f},
+    {"d32_kv16_q64", 6, 2, 32, 16, 64, 0, 0.25f},
+    {"d12_kv16_q3_window4", 6, 2, 12, 16, 3, 4, 0.5f},
+};
+constexpr int kAttentionCaseCount =
+    sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);
+
+void attention(int c, const kiln_step_args *a, int64_t layer, const float *q,
+               float *y);
+void attention_scores(int c, const kiln_step_args *a, int64_t rows, int64_t s,
+                      const float *q, const float *keys, float *scores);
+void attention_mask(int c, const kiln_step_args *a, int64_t rows, int64_t s,
+                    const float *x, const int32_t *positions, float *y);
+void attention_output(int c, const kiln_step_args *a, int64_t rows, int64_t s,
+                      const float *probs, const float *values, float *y);
+
+//===--- Rope and norms ---------------------------------------------------===//
+
+struct RopeCase {
+  const char *name;
+  int64_t h, d;
+  bool adjacent;
+};
+inline constexpr RopeCase kRopeCases[] = {
+    {"d12_adjacent", 3, 12, true},
+    {"d12_halves", 3, 12, false},
+    {"d32_adjacent", 2, 32, true},
+    {"d32_halves", 2, 32, false},
+};
+constexpr int kRopeCaseCount = sizeof(kRopeCases) / sizeof(kRopeCases[0]);
+/// INV_FREQ of every case (its first d / 2 entries): 10000^(-i / 16),
+/// rounded. Any values would do: the test's reference reads this table too.
+inline constexpr float kRopeInvFreq[16] = {
+    1.0f,   0.5623413f,    0.3162278f,    0.1778279f,
+    0.1f,   0.05623413f,   0.03162278f,   0.01778279f,
+    0.01f,  0.005623413f,  0.003162278f,  0.001778279f,
+    0.001f, 0.0005623413f, 0.0003162278f, 0.0001778279f};
+
+void rope(int c, const kiln_step_args *a, int64_t rows,
+          const int32_t *positions, const float *x, float *y);
+
+struct NormCase {
+  const char *name;
+  int64_t d;
+  float epsilon;
+  bool bias; // layer_norm's HAS_BIAS
+};
+inline constexpr NormCase kNormCases[] = {
+    {"d37_bias", 37, 1e-5f, true},
+    {"d64", 64, 1e-6f, false},
+    {"d5_bias", 5, 1e-3f, true},
+};
+constexpr int kNormCaseCount = sizeof(kNormCases) / sizeof(kNormCases[0]);
+
+void rms_norm(int c, const kiln_step_args *a, int64_t rows, const float *x,
+              const float *g, float *y);
+void layer_norm(int c, const kiln_step_args *a, int64_t rows, const float *x,
+                const float *g, const float *b, float *y);
+
+//===--- Element-wise -----------------------------------------------------===//
+
+/// kiln.scale's factor in the Unary::Scale instance.
+constexpr float kScaleFactor = -0.3701f;
+
+void unary(Unary op, const kiln_step_args *a, int64_t n, const float *x,
+           float *y);
+void binary(Binary op, const kiln_step_args *a, int64_t n, const float *l,
+            const float *r, float *y);
+void softmax(const kiln_step_args *a, int64_t rows, int64_t cols,
+             const float *x, float *y);
+
+//===--- Gathers and layout copies ----------------------------------------===//
+
+/// Row size of embedding and gather_rows.
+constexpr int64_t kGatherD = 37;
+void embedding(const kiln_step_args *a, int64_t rows, const int32_t *ids,
+               const float *table, float *out);
+void gather_rows(const kiln_step_args *a, const int32_t *rows, const float *x,
+                 float *out);
+
+/// kiln.split along a middle axis of 9 into 3 + 5 + 1.
+inline constexpr int64_t kSplitWidths[3] = {3, 5, 1};
+constexpr int64_t kSplitParts = 3, kSplitAxis = 9;
+void split(const kiln_step_args *a, int64_t outer, int64_t inner,
+           const float *x, float *const *out);
+
+struct TransposeCase {
+  const char *name;
+  int rank;
+  int perm[4];
+};
+inline constexpr TransposeCase kTransposeCases[] = {
+    {"rank3_keep_last", 3, {1, 0, 2, 0}}, {"rank3_swap_last", 3, {0, 2, 1, 0}},
+    {"rank3_rotate", 3, {2, 0, 1, 0}},    {"rank4_keep_last", 4, {0, 2, 1, 3}},
+    {"rank4_reverse", 4, {3, 2, 1, 0}},   {"rank4_mixed", 4, {2, 0, 3, 1}},
+};
+constexpr int kTransposeCaseCount =
+    sizeof(kTransposeCases) / sizeof(kTransposeCases[0]);
+void transpose(int c, const kiln_step_args *a, const int64_t *dims,
+               const float *x, float *y);
+
+/// kv_append and kv_read: kKvHeads x kKvDim per position.
+constexpr int64_t kKvHeads = 2, kKvDim = 12;
+void kv_append(const kiln_step_args *a, int64_t layer, const float *keys,
+               const float *values);
+void kv_read(const kiln_step_args *a, int64_t layer, int64_t s, float *keys,
+             float *values);
+/// kiln::kernels::cached_positions.
+int64_t cached_positions(const kiln_step_args *a);
+
+/// V: floats per vector of the ISA this build's instances target.
+int vector_floats();
+
+} // namespace kiln::kernel_test
+
+#endif // KILN_TEST_KERNELS_KERNELINSTANCES_H
