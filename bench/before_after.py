@@ -41,11 +41,11 @@ def compile_artifact(kiln, model, out, args):
     return time.monotonic() - start
 
 
-def bench(kiln, artifact, threads, prompt, gen, repeat):
+def bench(kiln, artifact, threads, prompt, gen, repeat, extra):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         run([kiln, "bench", artifact, "--threads", str(threads),
              "--prompt-tokens", str(prompt), "--gen-tokens", str(gen),
-             "--repeat", str(repeat), "--json", f.name])
+             "--repeat", str(repeat), "--json", f.name, *extra])
         report = json.load(open(f.name))
     r = report["runs"][0]
     return {"prefill": [prompt / s for s in r["prefill"][-1]["seconds"]],
@@ -75,6 +75,8 @@ def main():
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--compile-args", default="")
     p.add_argument("--after-compile-args", default="")
+    p.add_argument("--bench-args", default="",
+                   help="more kiln bench flags for both, e.g. --triad-mib 64")
     p.add_argument("--work", default=os.environ.get("KILN_BENCH_DIR",
                                                     "/tmp/kiln-bench"))
     p.add_argument("--json", help="write every figure here")
@@ -102,7 +104,8 @@ def main():
             for t in threads:
                 for side in order:
                     figures = bench(sides[side][0], artifacts[side], t,
-                                    o.prompt_tokens, o.gen_tokens, o.repeat)
+                                    o.prompt_tokens, o.gen_tokens, o.repeat,
+                                    shlex.split(o.bench_args))
                     for phase in figures:
                         runs[(side, t)][phase] += figures[phase]
         for t in threads:
