@@ -15,7 +15,9 @@
 // GEMM; a tuning file forcing small blocks runs the k-blocked accumulation,
 // partial register blocks and partial KV blocks; f16 and bf16 weights are
 // checked to their rounding on every ISA, and bf16 dot products where the
-// CPU has them. Every run's worst ratio is printed at the end.
+// CPU has them. The unfused modules (the pipeline without fusion: every
+// imported op its own kernel) are checked on every ISA too. Every run's
+// worst ratio is printed at the end.
 // Llama110mTeacherForced checks the 110M shape against the f32 interpreter.
 //
 //===----------------------------------------------------------------------===//
