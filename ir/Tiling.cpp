@@ -26,16 +26,6 @@ llvm::ArrayRef<llvm::StringLiteral> tileSizeNames(llvm::StringRef kind) {
   return {};
 }
 
-/// The loop names an `order` may use for `kind`: the blocked sizes that are
-/// loops (not the register block), plus "head" for attention.
-static bool isLoopName(StringRef kind, StringRef name) {
-  if (kind == "gemm")
-    return name == "m" || name == "n" || name == "k";
-  if (kind == "attention")
-    return name == "head" || name == "q" || name == "kv";
-  return kind == "rows" && name == "rows";
-}
-
 static LogicalResult verifyPhase(Operation *op, StringRef kind,
                                  DictionaryAttr tiles, StringRef phase) {
   auto dict = tiles.getAs<DictionaryAttr>(phase);
@@ -49,18 +39,12 @@ static LogicalResult verifyPhase(Operation *op, StringRef kind,
     if (!size || size.getInt() < 1)
       return error() << "size '" << name << "' must be a positive integer";
   }
-  auto order = dict.getAs<ArrayAttr>("order");
-  if (!order || order.empty())
-    return error() << "'order' must list the blocked loops, outermost first";
-  for (Attribute loop : order) {
-    auto name = dyn_cast<StringAttr>(loop);
-    if (!name || !isLoopName(kind, name.getValue()))
-      return error() << "'order' holds " << loop << ", not a " << kind
-                     << " loop";
-  }
-  auto parallel = dict.getAs<StringAttr>("parallel");
-  if (!parallel || !llvm::is_contained(order.getValue(), Attribute(parallel)))
-    return error() << "'parallel' must name a loop of 'order'";
+  // Nothing else: every entry is a size code generation reads (the loop
+  // order and the parallel loop are fixed per kind, docs/passes/tiling.md).
+  for (NamedAttribute entry : dict)
+    if (!llvm::is_contained(tileSizeNames(kind), entry.getName().getValue()))
+      return error() << "'" << entry.getName().getValue() << "' is not a "
+                     << kind << " tile size";
   return success();
 }
 

@@ -7,19 +7,18 @@
 //
 //   kiln.tiles = {
 //     kind = "gemm",                      // gemm | attention | rows
-//     decode = {m = 1, n = 64, k = 768, mr = 1, nr = 16,
-//               order = ["n", "k"], parallel = "n"},
-//     prefill = {m = 96, n = 512, k = 184, mr = 6, nr = 16,
-//                order = ["n", "k", "m"], parallel = "n"},
+//     decode = {m = 6, n = 64, k = 768, mr = 6, nr = 16},
+//     prefill = {m = 96, n = 512, k = 184, mr = 6, nr = 16},
 //     prefill_from = 6,                   // T at which `prefill` applies
 //     source = "target avx2"              // or "tuning file F:LINE"
 //   }
 //
 // Sizes are block sizes along the op's iteration dimensions (kind "gemm":
 // m tokens, n outputs, k reduction, mr x nr the register block; "attention":
-// q query rows, kv cached positions; "rows": rows per task); `order` lists
-// the blocked loops outermost first and `parallel` the one split over
-// threads. docs/passes/tiling.md explains how they are chosen.
+// q query rows, kv cached positions; "rows": rows per task), nothing else:
+// each kind's loop order and parallel loop are fixed, and code generation
+// reads every size (docs/passes/tiling.md says how they are chosen and
+// where each is read).
 //
 //===----------------------------------------------------------------------===//
 

@@ -67,8 +67,6 @@ int64_t reductionAlignment(Type type, int64_t vectorFloats) {
 /// attribute.
 struct Tiles {
   llvm::SmallVector<std::pair<std::string, int64_t>> sizes;
-  llvm::SmallVector<StringRef> order;
-  StringRef parallel;
 
   int64_t get(StringRef name) const {
     for (auto &[key, size] : sizes)
@@ -90,11 +88,6 @@ struct Tiles {
     SmallVector<NamedAttribute> entries;
     for (auto &[key, size] : sizes)
       entries.push_back(b.getNamedAttr(key, b.getI64IntegerAttr(size)));
-    SmallVector<Attribute> loops;
-    for (StringRef loop : order)
-      loops.push_back(b.getStringAttr(loop));
-    entries.push_back(b.getNamedAttr("order", b.getArrayAttr(loops)));
-    entries.push_back(b.getNamedAttr("parallel", b.getStringAttr(parallel)));
     return b.getDictionaryAttr(entries);
   }
 };
@@ -156,10 +149,11 @@ std::pair<int64_t, int64_t> chooseRegisterBlock(const target::CpuTarget &cpu,
 ///    that the kc x nc weight block fills half of this core's share of L3, and
 ///    small enough that every core gets a block. Loops n, k, m (outermost
 ///    first), threads over n: each core streams its own weights.
-///  - decode (T = 1): a GEMV that streams the weights once at memory
-///    bandwidth, using the same packed layout (same nr); K blocked so the
-///    input row's block stays in a quarter of L1, N split into 4 tasks per
-///    core for balance.
+///  - decode (T below prefill_from = mr): a GEMV that streams the weights
+///    once at memory bandwidth, using the same packed layout (same nr); all
+///    its rows in one m block and one register block (m = mr), K blocked so
+///    the input rows' block stays in a quarter of L1, N split into 4 tasks
+///    per core for balance.
 TileChoice chooseGemm(const target::CpuTarget &cpu, int64_t n, int64_t k,
                       Type weightType, int64_t panels, int64_t prefillTokens) {
   auto [mr, nr] = chooseRegisterBlock(cpu, panels);
@@ -183,16 +177,12 @@ TileChoice chooseGemm(const target::CpuTarget &cpu, int64_t n, int64_t k,
   choice.prefillFrom = mr;
   choice.prefill.sizes = {
       {"m", mc}, {"n", nc}, {"k", kc}, {"mr", mr}, {"nr", nr}};
-  choice.prefill.order = {"n", "k", "m"};
-  choice.prefill.parallel = "n";
 
   int64_t kDecode = std::min(k, roundDownAtLeast(cpu.l1dBytes / 4 / 4, kAlign));
   int64_t nDecode =
       std::min(roundUp(n, nr), roundUp(ceilDiv(n, cores * 4), nr));
   choice.decode.sizes = {
-      {"m", 1}, {"n", nDecode}, {"k", kDecode}, {"mr", 1}, {"nr", nr}};
-  choice.decode.order = {"n", "k"};
-  choice.decode.parallel = "n";
+      {"m", mr}, {"n", nDecode}, {"k", kDecode}, {"mr", mr}, {"nr", nr}};
   return choice;
 }
 
@@ -224,10 +214,6 @@ TileChoice chooseAttention(const target::CpuTarget &cpu, int64_t headDim,
   choice.prefillFrom = 2;
   choice.prefill.sizes = {{"q", q}, {"kv", kv}};
   choice.decode.sizes = {{"q", 1}, {"kv", kv}};
-  for (Tiles *t : {&choice.prefill, &choice.decode}) {
-    t->order = {"head", "q", "kv"};
-    t->parallel = "head";
-  }
   return choice;
 }
 
@@ -243,10 +229,6 @@ TileChoice chooseRows(const target::CpuTarget &cpu, int64_t width,
   choice.prefillFrom = 2;
   choice.prefill.sizes = {{"rows", rows}};
   choice.decode.sizes = {{"rows", 1}};
-  for (Tiles *t : {&choice.prefill, &choice.decode}) {
-    t->order = {"rows"};
-    t->parallel = "rows";
-  }
   return choice;
 }
 
@@ -269,8 +251,6 @@ TileChoice chooseGemmCuda(const target::CudaTarget &gpu, int64_t n, int64_t k,
   choice.kind = "gemm";
   choice.prefillFrom = 8;
   choice.prefill.sizes = {{"m", m}, {"n", nb}, {"k", kc}, {"mr", 8}, {"nr", 8}};
-  choice.prefill.order = {"n", "m", "k"};
-  choice.prefill.parallel = "n";
   int64_t nDecode =
       std::max<int64_t>(8, roundUp(ceilDiv(n, std::max(gpu.smCount, 1u)), 8));
   choice.decode.sizes = {{"m", 1},
@@ -278,8 +258,6 @@ TileChoice chooseGemmCuda(const target::CudaTarget &gpu, int64_t n, int64_t k,
                          {"k", k},
                          {"mr", 1},
                          {"nr", 8}};
-  choice.decode.order = {"n", "k"};
-  choice.decode.parallel = "n";
   return choice;
 }
 

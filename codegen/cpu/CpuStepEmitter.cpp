@@ -362,6 +362,17 @@ static int64_t tile(Operation *op, StringRef phase, StringRef name) {
   return *size;
 }
 
+/// The row count from which `op`'s prefill tiles apply (kiln.tiles'
+/// prefill_from); throws if absent.
+static int64_t prefillFrom(Operation *op) {
+  auto tiles = op->getAttrOfType<DictionaryAttr>(kTilesAttrName);
+  auto from = tiles ? tiles.getAs<IntegerAttr>("prefill_from") : IntegerAttr();
+  if (!from)
+    unsupported(op, "no kiln.tiles prefill_from (run --kiln-pipeline before "
+                    "code generation)");
+  return from.getInt();
+}
+
 static std::string tilesSummary(Operation *op) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -464,17 +475,19 @@ void CpuStepEmitter::emitGemm(Operation *op) {
       "; // weight [N, K]\n"
       "static constexpr int NR = " +
       str(nr) + ", MR = " + str(mr) +
-      "; // register block\n"
+      ", DECODE_MR = " + str(tile(op, "decode", "mr")) +
+      "; // register blocks\n"
       "static constexpr int64_t PREFILL_FROM = " +
-      str(tile(op, "prefill", "mr")) +
+      str(prefillFrom(op)) +
       ";\n"
       "static constexpr int64_t PREFILL_M = " +
       str(tile(op, "prefill", "m")) +
       ", PREFILL_N = " + str(tile(op, "prefill", "n")) +
       ", PREFILL_K = " + str(tile(op, "prefill", "k")) +
       ";\n"
-      "static constexpr int64_t DECODE_N = " +
-      str(tile(op, "decode", "n")) +
+      "static constexpr int64_t DECODE_M = " +
+      str(tile(op, "decode", "m")) +
+      ", DECODE_N = " + str(tile(op, "decode", "n")) +
       ", DECODE_K = " + str(tile(op, "decode", "k")) +
       ";\n"
       "static constexpr bool SWIGLU = " +
@@ -509,10 +522,12 @@ void CpuStepEmitter::emitGemm(Operation *op) {
                         "; " + tilesSummary(op);
   std::string name = useKernel(gemm, op, details);
 
-  // Scratch: the normalized rows (f32), then for bf16 dot products the
-  // rows as bf16 pairs.
-  int64_t scratch = (normWeight ? maxTokens * k * 4 : 0) +
-                    (bf16Dot ? maxTokens * (k + (k & 1)) * 2 : 0);
+  // Scratch (Gemm::scratch_bytes): the normalized rows (f32), the rows as
+  // bf16 pairs for bf16 dot products, swiglu's partial up sums.
+  auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  int64_t scratch = (normWeight ? aligned(maxTokens * k * 4) : 0) +
+                    (bf16Dot ? aligned(maxTokens * (k + (k & 1)) * 2) : 0) +
+                    (up ? aligned(maxTokens * n * 4) : 0);
   scratchBytes = std::max(scratchBytes, scratch);
   auto packedPointer = [&](Value w) {
     PanelLayout layout = bf16Dot     ? PanelLayout::KPairs
@@ -542,9 +557,16 @@ void CpuStepEmitter::emitAttention(AttentionOp op) {
       ", HKV = " + str(cache.getNumKvHeads()) +
       ", D = " + str(cache.getHeadDim()) +
       ";\n"
-      "static constexpr int64_t KV_BLOCK = " +
-      str(tile(op, "decode", "kv")) +
-      ", Q_BLOCK = " + str(tile(op, "prefill", "q")) +
+      "static constexpr int64_t PREFILL_FROM = " +
+      str(prefillFrom(op)) +
+      ";\n"
+      "static constexpr int64_t Q_BLOCK = " +
+      str(tile(op, "prefill", "q")) +
+      ", PREFILL_KV_BLOCK = " + str(tile(op, "prefill", "kv")) +
+      ";\n"
+      "static constexpr int64_t DECODE_Q = " +
+      str(tile(op, "decode", "q")) +
+      ", DECODE_KV_BLOCK = " + str(tile(op, "decode", "kv")) +
       ";\n"
       "static constexpr int64_t WINDOW = " +
       str(op.getWindow() ? int64_t(*op.getWindow()) : 0) +
@@ -679,9 +701,14 @@ void CpuStepEmitter::emitNorm(Operation *op) {
   instance.header = "kernels/Norms.h";
   std::vector<std::string> arguments = {rowCount, pointer(input, op),
                                         pointer(weight, op)};
+  std::string grain =
+      "static constexpr int64_t PREFILL_FROM = " + str(prefillFrom(op)) +
+      ", PREFILL_ROWS = " + str(tile(op, "prefill", "rows")) +
+      ", DECODE_ROWS = " + str(tile(op, "decode", "rows")) + ";\n";
   if (auto rms = dyn_cast<RmsNormOp>(op)) {
     instance.kind = "rms_norm";
     instance.config =
+        grain +
         "static constexpr int64_t D = " + str(inputType.getShape().back()) +
         ";\nstatic constexpr float EPSILON = " +
         floatLiteral(float(rms.getEpsilon().convertToDouble())) + ";\n";
@@ -692,6 +719,7 @@ void CpuStepEmitter::emitNorm(Operation *op) {
     auto layer = cast<LayerNormOp>(op);
     instance.kind = "layer_norm";
     instance.config =
+        grain +
         "static constexpr int64_t D = " + str(inputType.getShape().back()) +
         ";\nstatic constexpr float EPSILON = " +
         floatLiteral(float(layer.getEpsilon().convertToDouble())) +
@@ -704,7 +732,8 @@ void CpuStepEmitter::emitNorm(Operation *op) {
                                         : "nullptr");
   }
   arguments.push_back(pointer(op->getResult(0), op));
-  std::string name = useKernel(instance, op, "input " + typeString(inputType));
+  std::string name = useKernel(
+      instance, op, "input " + typeString(inputType) + "; " + tilesSummary(op));
   call(op, name, arguments);
 }
 

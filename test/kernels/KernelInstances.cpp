@@ -55,6 +55,10 @@ template <int I> struct GemmConfig {
                            PREFILL_N = c.prefillPanels * NR,
                            PREFILL_K = c.prefillK,
                            DECODE_N = c.decodePanels * NR, DECODE_K = c.decodeK;
+  // Decode blocks vary with the case index, so decode register blocks of
+  // one and two rows, in m blocks of one and three, run on every ISA.
+  static constexpr int64_t DECODE_M = I % 2 ? 1 : 3;
+  static constexpr int DECODE_MR = I % 2 ? 1 : 2;
   static constexpr bool SWIGLU = c.swiglu, HAS_BIAS = c.bias,
                         HAS_RESIDUAL = c.residual, HAS_PROLOGUE = c.prologue;
   static constexpr k::Unary ACTIVATION = k::Unary(int(c.activation));
@@ -68,8 +72,12 @@ template <int I> struct GemmConfig {
 
 template <int I> struct AttentionConfig {
   static constexpr AttentionCase c = kAttentionCases[I];
-  static constexpr int64_t H = c.h, HKV = c.hkv, D = c.d, KV_BLOCK = c.kvBlock,
-                           Q_BLOCK = c.qBlock, WINDOW = c.window;
+  static constexpr int64_t H = c.h, HKV = c.hkv, D = c.d,
+                           PREFILL_KV_BLOCK = c.kvBlock, Q_BLOCK = c.qBlock,
+                           WINDOW = c.window;
+  // Decode's own blocks: kv differs from prefill's, and q groups tokens.
+  static constexpr int64_t PREFILL_FROM = 2, DECODE_KV_BLOCK = c.kvBlock + 2,
+                           DECODE_Q = I % 2 ? 1 : 2;
   static constexpr float SCALE = c.scale;
 };
 
@@ -83,6 +91,7 @@ template <int I> struct NormConfig {
   static constexpr int64_t D = kNormCases[I].d;
   static constexpr float EPSILON = kNormCases[I].epsilon;
   static constexpr bool HAS_BIAS = kNormCases[I].bias;
+  static constexpr int64_t PREFILL_FROM = 4, PREFILL_ROWS = 3, DECODE_ROWS = 1;
 };
 
 template <k::Unary F> struct UnaryConfig {
@@ -114,6 +123,14 @@ int vector_floats() { return k::V; }
 
 bool gemm_available(int c) {
   return kGemmCases[c].layout != PanelLayout::KPairs || kHasBf16Dot;
+}
+
+int64_t gemm_scratch_bytes(int c, int64_t rows) {
+  int64_t bytes = 0;
+  dispatch<kGemmCaseCount>(c, [&](auto i) {
+    bytes = k::Gemm<GemmConfig<decltype(i)::value>>::scratch_bytes(rows);
+  });
+  return bytes;
 }
 
 void gemm(int c, const kiln_step_args *a, int64_t rows, const float *x,

@@ -79,6 +79,8 @@ constexpr int kGemmCaseCount = sizeof(kGemmCases) / sizeof(kGemmCases[0]);
 /// Whether this build instantiates kGemmCases[c]: BF16_DOT only where the
 /// compiler targets vdpbf16ps (__AVX512BF16__ and V == 16).
 bool gemm_available(int c);
+/// kiln::kernels::Gemm<kGemmCases[c]>::scratch_bytes(rows).
+int64_t gemm_scratch_bytes(int c, int64_t rows);
 /// kiln::kernels::Gemm<kGemmCases[c]>::run.
 void gemm(int c, const kiln_step_args *a, int64_t rows, const float *x,
           const float *normWeight, float *scratch, const void *w,

@@ -458,10 +458,11 @@ TEST_P(CodegenIsa, SmallTilesFromATuningFile) {
       << "# Small blocks that do not divide the shapes (CodegenTest.cpp).\n"
       << "matmul : prefill m=5 n=" << 2 * v << " k=12 mr=3 nr=" << v << "\n"
       << "matmul : decode n=" << v << " k=7 nr=" << v << "\n"
-      << "swiglu : prefill m=4 n=" << v << " mr=2 nr=" << v << "\n"
-      << "swiglu : decode n=" << v << " nr=" << v << "\n"
+      << "swiglu : prefill m=4 n=" << v << " k=24 mr=2 nr=" << v << "\n"
+      << "swiglu : decode n=" << v << " k=16 nr=" << v << "\n"
       << "attention : decode kv=3\n"
-      << "attention : prefill kv=3\n";
+      << "attention : prefill kv=5 q=4\n"
+      << "norm : prefill rows=3\n";
   TestModel m = gqa5Model();
   ArtifactSetup setup(target);
   setup.tuningFile = tuning;
@@ -473,24 +474,25 @@ TEST_P(CodegenIsa, SmallTilesFromATuningFile) {
       ", PREFILL_K = 12;";
   std::string swiglu =
       "constexpr int64_t PREFILL_M = 4, PREFILL_N = " + std::to_string(v) +
-      ", PREFILL_K = ";
+      ", PREFILL_K = 24;";
   int gemms = 0, swiglus = 0, attentions = 0;
   for (const auto &[name, text] : sources) {
     if (name.find("_gemm.cpp") != std::string::npos) {
       ++gemms;
       EXPECT_NE(text.find(gemm), std::string::npos) << name;
-      EXPECT_NE(text.find(", MR = 3;"), std::string::npos) << name;
-      EXPECT_NE(text.find("constexpr int64_t DECODE_N = " + std::to_string(v) +
-                          ", DECODE_K = 7;"),
-                std::string::npos)
+      EXPECT_NE(text.find(" MR = 3,"), std::string::npos) << name;
+      EXPECT_NE(
+          text.find("DECODE_N = " + std::to_string(v) + ", DECODE_K = 7;"),
+          std::string::npos)
           << name;
     } else if (name.find("_swiglu.cpp") != std::string::npos) {
       ++swiglus;
       EXPECT_NE(text.find(swiglu), std::string::npos) << name;
     } else if (name.find("_attention.cpp") != std::string::npos) {
       ++attentions;
-      EXPECT_NE(text.find("constexpr int64_t KV_BLOCK = 3,"), std::string::npos)
-          << name;
+      EXPECT_NE(text.find("PREFILL_KV_BLOCK = 5;"), std::string::npos) << name;
+      EXPECT_NE(text.find("DECODE_KV_BLOCK = 3;"), std::string::npos) << name;
+      EXPECT_NE(text.find("Q_BLOCK = 4,"), std::string::npos) << name;
     }
   }
   // QKV, output and down projections and the classifier; one swiglu and

@@ -2,15 +2,18 @@
 //
 // Part of Kiln's CPU kernel library. kiln.attention: softmax(mask(scale ·
 // Q·Kᵀ)) · V per token and query head over the layer's cached keys and
-// values (f32), with an online softmax over blocks of KV_BLOCK cached
-// positions, so scores are never materialized. Decode tokens (and tokens of
-// steps that mix sequences) run one (token, head) at a time; a prefill
-// chunk of one sequence runs Q_BLOCK rows of a head together, each key block
-// transposed once and groups of rows sharing every key and value load.
+// values (f32), with an online softmax over blocks of cached positions, so
+// scores are never materialized. Jobs are (block of q tokens, head). Tokens
+// of a job that are not one sequence's consecutive positions (decode, steps
+// that mix sequences) run one (token, head) at a time over blocks of
+// DECODE_KV_BLOCK positions; a prefill chunk of one sequence runs its rows of
+// a head together over blocks of PREFILL_KV_BLOCK, each key block transposed
+// once and groups of rows sharing every key and value load.
 //
 // The configuration C gives, as static constexpr members: H and HKV (query
-// and key/value heads), D (head size), KV_BLOCK (kiln.tiles' kv), Q_BLOCK
-// (kiln.tiles' prefill q), WINDOW (0: none) and SCALE.
+// and key/value heads), D (head size), PREFILL_FROM (tokens from which the
+// prefill tiles apply), Q_BLOCK and PREFILL_KV_BLOCK (prefill's q and kv),
+// DECODE_Q and DECODE_KV_BLOCK (decode's), WINDOW (0: none) and SCALE.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,15 +26,21 @@ namespace kiln::kernels {
 
 template <class C> struct Attention {
   static constexpr int64_t H = C::H, HKV = C::HKV, D = C::D, GROUP = H / HKV;
-  static constexpr int64_t KV_BLOCK = C::KV_BLOCK; // cached positions per block
+  // Cached positions per block: prefill chunks (attend_rows) and single
+  // tokens (attend_token) each have their own.
+  static constexpr int64_t KV_BLOCK = C::PREFILL_KV_BLOCK,
+                           DECODE_KV_BLOCK = C::DECODE_KV_BLOCK;
   // Query rows per block when prefilling (at most 64: the per-row state lives
   // on the stack).
   static constexpr int64_t Q_BLOCK = C::Q_BLOCK < 64 ? C::Q_BLOCK : 64;
+  // Tokens per job below PREFILL_FROM tokens (decode: kiln.tiles' q).
+  static constexpr int64_t DECODE_Q = C::DECODE_Q;
   static constexpr int64_t WINDOW = C::WINDOW; // 0: none
   static constexpr float SCALE = C::SCALE;
   // A key block, transposed, padded to whole vectors.
   static constexpr int64_t KV_VECTORS = (KV_BLOCK + V - 1) / V,
-                           KV_PADDED = KV_VECTORS * V;
+                           KV_PADDED = KV_VECTORS * V,
+                           DECODE_KV_PADDED = (DECODE_KV_BLOCK + V - 1) / V * V;
   static_assert(H % HKV == 0, "query heads must be a multiple of kv heads");
 
   // q · k over one head: in vectors when the head size allows (the sum's
@@ -59,6 +68,7 @@ template <class C> struct Attention {
     int64_t layer;
     const float *q; // [T, H, D]
     float *y;       // [T, H, D]
+    int64_t qBlock; // tokens per job
   };
 
   // One token and one head against its sequence's cache (decode, and tokens
@@ -75,11 +85,13 @@ template <class C> struct Attention {
       const float *keys = static_cast<const float *>(c->keys) + base;
       const float *values = static_cast<const float *>(c->values) + base;
       float m = -INFINITY, l = 0.0f, acc[D],
-            score[KV_PADDED]; // whole vectors: the vector loop stays in bounds
+            score[DECODE_KV_PADDED]; // whole vectors: the vector loop stays in
+                                     // bounds
       for (int64_t i = 0; i < D; ++i)
         acc[i] = 0.0f;
-      for (int64_t s0 = lo; s0 <= pos; s0 += KV_BLOCK) {
-        int64_t s1 = s0 + KV_BLOCK <= pos + 1 ? s0 + KV_BLOCK : pos + 1;
+      for (int64_t s0 = lo; s0 <= pos; s0 += DECODE_KV_BLOCK) {
+        int64_t s1 =
+            s0 + DECODE_KV_BLOCK <= pos + 1 ? s0 + DECODE_KV_BLOCK : pos + 1;
         float blockMax = -INFINITY;
         for (int64_t s = s0; s < s1; ++s) {
           score[s - s0] = dot(q, keys + s * c->position_stride) * SCALE;
@@ -307,11 +319,11 @@ template <class C> struct Attention {
     }
   }
 
-  // Jobs [begin, end) of (block of Q_BLOCK tokens, head).
+  // Jobs [begin, end) of (block of q tokens, head).
   static void jobs(const Args &g, int64_t begin, int64_t end) {
     for (int64_t job = begin; job < end; ++job) {
-      int64_t t0 = job / H * Q_BLOCK, h = job % H;
-      int64_t t1 = t0 + Q_BLOCK < g.a->tokens ? t0 + Q_BLOCK : g.a->tokens;
+      int64_t t0 = job / H * g.qBlock, h = job % H;
+      int64_t t1 = t0 + g.qBlock < g.a->tokens ? t0 + g.qBlock : g.a->tokens;
       if (t1 - t0 > 1 && contiguous(g.a, t0, t1)) {
         attend_rows(g, h, t0, t1);
         continue;
@@ -325,8 +337,8 @@ template <class C> struct Attention {
   /// layer's cached keys and values.
   static void run(const kiln_step_args *a, int64_t layer, const float *q,
                   float *y) {
-    Args g{a, layer, q, y};
-    parallel(a, (a->tokens + Q_BLOCK - 1) / Q_BLOCK * H,
+    Args g{a, layer, q, y, a->tokens >= C::PREFILL_FROM ? Q_BLOCK : DECODE_Q};
+    parallel(a, (a->tokens + g.qBlock - 1) / g.qBlock * H,
              [&](int64_t begin, int64_t end) { jobs(g, begin, end); });
   }
 };

@@ -3,7 +3,9 @@
 // Part of Kiln's CPU kernel library. kiln.matmul, kiln.fused_matmul and
 // kiln.swiglu: y[M, N] = act(norm(x)[M, K] · W[N, K]ᵀ + b) + r, the rms_norm
 // prologue, bias, activation and residual each optional; for swiglu two
-// weights (gate and up) and the epilogue silu(g) * u.
+// weights (gate and up) and the epilogue silu(g) * u. Every k block but
+// the last leaves partial sums in y (swiglu: the gate's in y, the up
+// projection's in scratch), so any k block of kiln.tiles works.
 //
 // W is packed in panels of NR rows (codegen/WeightPacker.h): panel p holds
 // columns [p * NR, p * NR + NR) of y, k-major, so a register block of MR
@@ -12,9 +14,15 @@
 //
 // The configuration C gives, as static constexpr members:
 //   N, K            the weight's shape [N, K]
-//   NR, MR          the register block (NR a multiple of V)
+//   NR, MR          the prefill register block (NR a multiple of V)
+//   DECODE_MR       the decode register block's rows
 //   PREFILL_FROM    rows from which the prefill blocks apply
-//   PREFILL_M, PREFILL_N, PREFILL_K, DECODE_N, DECODE_K   the blocks
+//   PREFILL_M, PREFILL_N, PREFILL_K, DECODE_M, DECODE_N, DECODE_K
+//                   the blocks (N blocks are whole panels: the tasks)
+//
+// The loops are n (split over threads), k, m (Goto/BLIS: a block of
+// weights stays in cache while the input rows stream through it), then the
+// register blocks.
 //   SWIGLU, HAS_BIAS, HAS_RESIDUAL, HAS_PROLOGUE          the fused parts
 //   ACTIVATION      a Unary (Identity, Silu, Gelu, GeluTanh, Relu)
 //   EPSILON         the prologue's rms_norm epsilon
@@ -36,6 +44,8 @@ namespace kiln::kernels {
 template <class C> struct Gemm {
   static constexpr int64_t N = C::N, K = C::K;
   static constexpr int NR = C::NR, NV = NR / V, MR = C::MR;
+  // The tallest register block either phase uses.
+  static constexpr int MAX_MR = MR > C::DECODE_MR ? MR : C::DECODE_MR;
   static constexpr int64_t PANELS = (N + NR - 1) / NR;
   static constexpr bool SWIGLU = C::SWIGLU, BF16_DOT = C::BF16_DOT;
   // bf16 dot products: panels hold weight pairs (k, k + 1) of each column
@@ -44,7 +54,8 @@ template <class C> struct Gemm {
   static constexpr int64_t KP = BF16_DOT ? K + (K & 1) : K;
   using wtype = typename C::wtype;
   static_assert(NR % V == 0, "NR must be whole vectors");
-  static_assert(MR >= 1, "MR must be at least one row");
+  static_assert(MR >= 1 && C::DECODE_MR >= 1,
+                "register blocks must have at least one row");
   static_assert(!C::BF16_PAIRS || NV % 2 == 0,
                 "bf16 lane pairs need an even number of vectors per panel");
 
@@ -55,8 +66,19 @@ template <class C> struct Gemm {
     const float *bias;     // [N]
     const float *residual; // [rows, N]
     float *y;              // [rows, N]
-    int64_t rows, kBlock, panelsPerTask, mBlock;
+    float *up;             // [rows, N] swiglu's partial up sums (k blocks)
+    int64_t rows, kBlock, panelsPerTask, mBlock, mr;
   };
+
+  /// Bytes of scratch `run` needs for `rows` rows: the normalized rows
+  /// (HAS_PROLOGUE), the rows as bf16 pairs (BF16_DOT), swiglu's partial up
+  /// sums; each part 64-byte aligned.
+  static constexpr int64_t scratch_bytes(int64_t rows) {
+    auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+    return (C::HAS_PROLOGUE ? aligned(rows * K * 4) : 0) +
+           (BF16_DOT ? aligned(rows * KP * 2) : 0) +
+           (SWIGLU ? aligned(rows * N * 4) : 0);
+  }
 
   /// Rows [m0, m0 + M) x the columns of one panel, reduction [k0, k0 + kl):
   /// the register block. `first` starts from the bias, later k blocks add
@@ -142,7 +164,17 @@ template <class C> struct Gemm {
         for (int j = 0; j < NV; ++j) {
           vfloat v = acc[i][j];
           if (SWIGLU) {
-            v = v / (1.0f + vexp(-v)) * acc2[i][j]; // silu(g) * u
+            float *up = g.up + (m0 + i) * N + n0 + j * V;
+            vfloat u = acc2[i][j];
+            if (!first) {
+              v += vload(y + j * V);
+              u += vload(up);
+            }
+            if (!last) {
+              vstore(up, u); // partial sums until the last k block
+            } else {
+              v = v / (1.0f + vexp(-v)) * u; // silu(g) * u
+            }
           } else {
             if (!first)
               v += vload(y + j * V);
@@ -167,7 +199,16 @@ template <class C> struct Gemm {
       for (int64_t c = 0; c < cols; ++c) {
         float v = out[c];
         if (SWIGLU) {
-          v = silu(v) * out2[c];
+          float &up = g.up[(m0 + i) * N + n0 + c];
+          float u = out2[c];
+          if (!first) {
+            v += y[c];
+            u += up;
+          }
+          if (!last)
+            up = u;
+          else
+            v = silu(v) * u;
         } else {
           v += first ? (C::HAS_BIAS ? g.bias[n0 + c] : 0.0f) : y[c];
           if (last) {
@@ -191,32 +232,34 @@ template <class C> struct Gemm {
     block<M>(g, m0, panel, k0, kl, first, last);
   }
 
+  /// The register blocks of rows [m0, m1) x panels [p0, p1) for one k
+  /// block.
+  static void mBlock(const Args &g, int64_t m0, int64_t m1, int64_t p0,
+                     int64_t p1, int64_t k0, int64_t kl) {
+    bool first = k0 == 0, last = k0 + kl == K;
+    for (int64_t p = p0; p < p1; ++p)
+      for (int64_t m = m0; m < m1; m += g.mr) {
+        int rows = m1 - m < g.mr ? int(m1 - m) : int(g.mr);
+        dispatch<MAX_MR>(g, rows, m, p, k0, kl, first, last);
+      }
+  }
+
   /// Tasks [begin, end): each a group of panels (the parallel n loop), then
-  /// k blocks, then m blocks (kiln.tiles order n, k, m), register blocks
-  /// innermost.
+  /// k blocks, then m blocks, register blocks innermost.
   static void tasks(const Args &g, int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       int64_t p0 = t * g.panelsPerTask;
       int64_t p1 =
           p0 + g.panelsPerTask < PANELS ? p0 + g.panelsPerTask : PANELS;
-      for (int64_t k0 = 0; k0 < K; k0 += g.kBlock) {
-        int64_t kl = K - k0 < g.kBlock ? K - k0 : g.kBlock;
-        bool first = k0 == 0, last = k0 + kl == K;
-        for (int64_t m0 = 0; m0 < g.rows; m0 += g.mBlock) {
-          int64_t m1 = m0 + g.mBlock < g.rows ? m0 + g.mBlock : g.rows;
-          for (int64_t p = p0; p < p1; ++p)
-            for (int64_t m = m0; m < m1; m += MR) {
-              int rows = m1 - m < MR ? int(m1 - m) : MR;
-              dispatch<MR>(g, rows, m, p, k0, kl, first, last);
-            }
-        }
-      }
+      for (int64_t k0 = 0; k0 < K; k0 += g.kBlock)
+        for (int64_t m0 = 0; m0 < g.rows; m0 += g.mBlock)
+          mBlock(g, m0, m0 + g.mBlock < g.rows ? m0 + g.mBlock : g.rows, p0, p1,
+                 k0, K - k0 < g.kBlock ? K - k0 : g.kBlock);
     }
   }
 
-  /// The kernel: y = epilogue(prologue(x) · Wᵀ) for `rows` rows. `scratch`
-  /// holds the normalized rows (HAS_PROLOGUE, rows * K floats) and then the
-  /// rows as bf16 pairs (BF16_DOT, rows * KP halves).
+  /// The kernel: y = epilogue(prologue(x) · Wᵀ) for `rows` rows, with
+  /// scratch_bytes(rows) of `scratch`.
   static void run(const kiln_step_args *a, int64_t rows, const float *x,
                   const float *norm_weight, float *scratch, const void *w,
                   const void *w2, const float *bias, const float *residual,
@@ -227,35 +270,36 @@ template <class C> struct Gemm {
       });
       x = scratch;
     }
+    auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+    uint8_t *next = reinterpret_cast<uint8_t *>(scratch) +
+                    (C::HAS_PROLOGUE ? aligned(rows * K * 4) : 0);
     uint16_t *xb = nullptr;
     if (BF16_DOT) {
-      xb = reinterpret_cast<uint16_t *>(scratch +
-                                        (C::HAS_PROLOGUE ? rows * K : 0));
+      xb = reinterpret_cast<uint16_t *>(next);
+      next += aligned(rows * KP * 2);
       parallel(a, rows, [&](int64_t begin, int64_t end) {
         to_bf16_pairs(x, xb, K, KP, begin, end);
       });
     }
-    Args g{x,
-           xb,
-           static_cast<const wtype *>(w),
-           static_cast<const wtype *>(w2),
-           bias,
-           residual,
-           y,
-           rows,
-           0,
-           0,
-           0};
     bool prefill = rows >= C::PREFILL_FROM;
-    // swiglu reduces over all of K in registers: its epilogue needs both
-    // complete sums.
-    g.kBlock = SWIGLU ? K : (prefill ? C::PREFILL_K : C::DECODE_K);
+    Args g{};
+    g.x = x;
+    g.xb = xb;
+    g.w = static_cast<const wtype *>(w);
+    g.w2 = static_cast<const wtype *>(w2);
+    g.bias = bias;
+    g.residual = residual;
+    g.y = y;
+    g.up = SWIGLU ? reinterpret_cast<float *>(next) : nullptr;
+    g.rows = rows;
+    g.kBlock = prefill ? C::PREFILL_K : C::DECODE_K;
     if (BF16_DOT)
       g.kBlock += g.kBlock & 1; // whole pairs
     g.panelsPerTask = (prefill ? C::PREFILL_N : C::DECODE_N) / NR;
     if (g.panelsPerTask < 1)
       g.panelsPerTask = 1;
-    g.mBlock = prefill ? C::PREFILL_M : rows;
+    g.mBlock = prefill ? C::PREFILL_M : C::DECODE_M;
+    g.mr = prefill ? MR : C::DECODE_MR;
     int64_t count = (PANELS + g.panelsPerTask - 1) / g.panelsPerTask;
     parallel(a, count,
              [&](int64_t begin, int64_t end) { tasks(g, begin, end); });

@@ -1,7 +1,9 @@
 //===- Norms.h - Normalization kernels --------------------------*- C++ -*-===//
 //
 // Part of Kiln's CPU kernel library. kiln.rms_norm (also the prologue of
-// fused GEMMs) and kiln.layer_norm over the last dimension of [rows, D].
+// fused GEMMs) and kiln.layer_norm over the last dimension of [rows, D], in
+// tasks of kiln.tiles' rows. The configuration C gives D, EPSILON, HAS_BIAS
+// (layer_norm), PREFILL_FROM, PREFILL_ROWS and DECODE_ROWS.
 // Sums run in element order, like the reference interpreter's, so the norms
 // match it to rounding whatever the vector width.
 //
@@ -31,12 +33,22 @@ inline void rms_norm_rows(const float *x, const float *g, float *y, int64_t d,
   }
 }
 
-/// kiln.rms_norm of [rows, C::D] with C::EPSILON, rows spread over the
-/// threads.
+/// body(begin, end) over the rows [0, rows) in tasks of kiln.tiles' `rows`:
+/// C::PREFILL_ROWS from C::PREFILL_FROM rows, else C::DECODE_ROWS.
+template <class C, typename Body>
+inline void row_tasks(const kiln_step_args *a, int64_t rows, const Body &body) {
+  const int64_t grain =
+      rows >= C::PREFILL_FROM ? C::PREFILL_ROWS : C::DECODE_ROWS;
+  parallel(a, (rows + grain - 1) / grain, [&](int64_t begin, int64_t end) {
+    body(begin * grain, end * grain < rows ? end * grain : rows);
+  });
+}
+
+/// kiln.rms_norm of [rows, C::D] with C::EPSILON.
 template <class C>
 void rms_norm(const kiln_step_args *a, int64_t rows, const float *x,
               const float *g, float *y) {
-  parallel(a, rows, [&](int64_t begin, int64_t end) {
+  row_tasks<C>(a, rows, [&](int64_t begin, int64_t end) {
     rms_norm_rows(x, g, y, C::D, C::EPSILON, begin, end);
   });
 }
@@ -48,7 +60,7 @@ template <class C>
 void layer_norm(const kiln_step_args *a, int64_t rows, const float *x,
                 const float *g, const float *b, float *y) {
   constexpr int64_t D = C::D;
-  parallel(a, rows, [&](int64_t begin, int64_t end) {
+  row_tasks<C>(a, rows, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float *xr = x + r * D;
       float mean = 0.0f;
