@@ -40,7 +40,7 @@ struct CompiledStep {
   int64_t arenaBytes = 0;
   int64_t maxTokens = 0;
   std::vector<std::string> kernelSummaries;
-  std::vector<std::string> weightEntries;
+  std::vector<runtime::PackedWeight> weightEntries;
   double emitSeconds = 0, compileSeconds = 0;
 };
 

@@ -139,11 +139,19 @@ int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type,
     offset = append(narrow.data(), int64_t(narrow.size()) * 2);
   }
   packed[key] = offset;
-  described.push_back((name + ": [" + llvm::Twine(n) + ", " + llvm::Twine(k) +
-                       "] in panels of " + llvm::Twine(nr) + " rows, " +
-                       packedTypeName(type) + layoutName + ", at " +
-                       llvm::Twine(offset))
-                          .str());
+  runtime::PackedWeight entry;
+  entry.name = name;
+  entry.layout = "panels";
+  entry.rows = n;
+  entry.cols = k;
+  entry.panelRows = nr;
+  entry.type = packedTypeName(type).str();
+  entry.pairs = layout == PanelLayout::LanePairs ? "lane"
+                : layout == PanelLayout::KPairs  ? "k"
+                                                 : "";
+  entry.offset = offset;
+  entry.bytes = size - offset;
+  described.push_back(entry);
   return offset;
 }
 
@@ -155,8 +163,16 @@ int64_t WeightPacker::packPlain(Value weight) {
     return it->second;
   int64_t offset = append(w.data(), int64_t(w.size()) * 4);
   packed[key] = offset;
-  described.push_back(
-      (name + ": row-major f32, at " + llvm::Twine(offset)).str());
+  auto shape = cast<RankedTensorType>(weight.getType()).getShape();
+  runtime::PackedWeight entry;
+  entry.name = name;
+  entry.layout = "rows";
+  entry.rows = shape.empty() ? 1 : shape[0];
+  entry.cols = int64_t(w.size()) / std::max<int64_t>(entry.rows, 1);
+  entry.type = "f32";
+  entry.offset = offset;
+  entry.bytes = size - offset;
+  described.push_back(entry);
   return offset;
 }
 

@@ -19,7 +19,8 @@
 #ifndef KILN_CODEGEN_WEIGHTPACKER_H
 #define KILN_CODEGEN_WEIGHTPACKER_H
 
-#include "ir/interpreter/Interpreter.h"
+#include "ir/WeightProvider.h"
+#include "runtime/PackedWeight.h"
 
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
@@ -70,8 +71,10 @@ public:
   /// Flushes and closes the file; returns its size.
   int64_t finish();
 
-  /// What was packed, for the manifest: one line per entry.
-  const std::vector<std::string> &entries() const { return described; }
+  /// What was packed, for the manifest, in section order.
+  const std::vector<runtime::PackedWeight> &entries() const {
+    return described;
+  }
 
 private:
   /// The f32 values of `weight`, row-major (concatenating kiln.concat
@@ -84,7 +87,7 @@ private:
   std::string path;
   int64_t size = 0;
   llvm::StringMap<int64_t> packed; // key -> offset
-  std::vector<std::string> described;
+  std::vector<runtime::PackedWeight> described;
 };
 
 } // namespace kiln::codegen

@@ -15,6 +15,7 @@
 #include "runtime/Tokenizer.h"
 
 #include <string>
+#include <vector>
 
 namespace kiln::codegen {
 
@@ -29,12 +30,35 @@ struct ArtifactModelInfo {
   runtime::TokenizerSpec tokenizer;
 };
 
+/// One step library of an artifact: a target and what compileStep made for
+/// it.
+struct ArtifactLibrary {
+  target::TargetDescription target;
+  const CompiledStep *compiled = nullptr;
+};
+
+/// Writes an artifact with one step library per entry of `libraries` (the
+/// step of `module` compiled for each target; at least one, no two needing
+/// the same CPU features) to `path`. Libraries are stored least demanding
+/// first, that one in the "code" and "weights" sections; a library whose
+/// packed weights are byte for byte an earlier one's shares its section
+/// (docs/artifact.md). Throws std::runtime_error (or runtime's ArtifactError)
+/// naming the file on failure.
+void writeArtifact(mlir::ModuleOp module,
+                   std::vector<ArtifactLibrary> libraries,
+                   PackedType weightType, const ArtifactModelInfo &model,
+                   const std::string &path);
+
 /// Writes the artifact for `compiled` (the step of `module`, compiled with
-/// `options`) to `path`. Throws std::runtime_error (or runtime's
-/// ArtifactError) naming the file on failure.
+/// `options`) to `path`: one step library.
 void writeArtifact(mlir::ModuleOp module, const CompiledStep &compiled,
                    const CompileStepOptions &options,
                    const ArtifactModelInfo &model, const std::string &path);
+
+/// The directory a library's sources go under in the "sources" archive and
+/// in `kiln compile --emit-source DIR` when an artifact has several: the
+/// target's name (avx2, avx512+bf16).
+std::string librarySourceDirectory(const target::TargetDescription &target);
 
 } // namespace kiln::codegen
 

@@ -1,4 +1,4 @@
-//===- FileWeightProvider.cpp - Weights for the interpreter ---------------===//
+//===- FileWeightProvider.cpp - Weights from a model file -----------------===//
 //
 // Part of Kiln.
 //

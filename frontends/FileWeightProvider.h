@@ -1,8 +1,9 @@
-//===- FileWeightProvider.h - Weights for the interpreter -------*- C++ -*-===//
+//===- FileWeightProvider.h - Weights from a model file ---------*- C++ -*-===//
 //
 // Part of Kiln. Resolves a module's kiln.weights_source to its file and hands
-// the reference interpreter float32 weights: f32 tensors straight from the
-// mapping, others dequantized once and kept.
+// float32 weights to the reference interpreter and to `kiln compile`'s weight
+// packer: f32 tensors straight from the mapping, others dequantized once and
+// kept.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,7 +11,7 @@
 #define KILN_FRONTENDS_FILEWEIGHTPROVIDER_H
 
 #include "frontends/formats/WeightFile.h"
-#include "ir/interpreter/Interpreter.h"
+#include "ir/WeightProvider.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

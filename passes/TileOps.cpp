@@ -143,12 +143,11 @@ std::pair<int64_t, int64_t> chooseRegisterBlock(const target::CpuTarget &cpu,
 ///    weights and the mr x kc inputs fill a quarter of L2, K split into
 ///    equal blocks (the weight panel streams from L2 faster than the FMAs
 ///    consume it, and a long kc amortizes the read-modify-write of the
-///    output tile that every k block but the first pays: on Zen 4 a kc
-///    filling half of L1, 48, ran f32 at 75% and bf16 dot products at 50%
-///    of kc = K); mc so that the mc x kc input block fills half of L2; nc so
-///    that the kc x nc weight block fills half of this core's share of L3, and
-///    small enough that every core gets a block. Loops n, k, m (outermost
-///    first), threads over n: each core streams its own weights.
+///    output tile that every k block but the first pays; bench/NOTES.md v3
+///    has the measurement); mc so that the mc x kc input block fills half of
+///    L2; nc so that the kc x nc weight block fills half of this core's share
+///    of L3, and small enough that every core gets a block. Loops n, k, m
+///    (outermost first), threads over n: each core streams its own weights.
 ///  - decode (T below prefill_from = mr): a GEMV that streams the weights
 ///    once at memory bandwidth, using the same packed layout (same nr); all
 ///    its rows in one m block and one register block (m = mr), K blocked so
@@ -193,11 +192,10 @@ TileChoice chooseGemm(const target::CpuTarget &cpu, int64_t n, int64_t k,
 ///    kernel transposes each key block once per q rows and takes the rows
 ///    through it in register groups, streaming their queries and outputs
 ///    from L2, so only the key block must stay in L1 and more rows amortize
-///    its transposition (on Zen 4, q = 64 ran the 110M's 512-token
-///    attention 1.15x faster than the L1 rule's 25);
+///    its transposition (bench/NOTES.md v3 compares it with the L1 rule);
 ///  - CUDA (shared memory in the role of L1): the q x d queries, the q x d
 ///    fp32 accumulator and the q x kv scores fill the other half.
-/// Loops head, q, kv; threads over heads. Decode has q = 1.
+/// Jobs of (q rows, head) on threads, then kv blocks. Decode has q = 1.
 TileChoice chooseAttention(const target::CpuTarget &cpu, int64_t headDim,
                            Type kvType, int64_t prefillTokens,
                            bool queryRowsStream) {

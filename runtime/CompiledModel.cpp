@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 namespace kiln::runtime {
 
@@ -24,23 +25,151 @@ namespace {
 
 template <typename T>
 T field(const std::string &path, const nlohmann::json &object,
-        const char *section, const char *name) {
+        const char *section, const char *name, const std::string &prefix = "") {
   auto group = object.find(section);
   if (group == object.end() || !group->is_object())
-    fail(path, std::string("manifest has no '") + section + "' object");
+    fail(path, "manifest has no '" + prefix + section + "' object");
   auto it = group->find(name);
   if (it == group->end())
-    fail(path, std::string("manifest field '") + section + "." + name +
-                   "' is missing");
+    fail(path,
+         "manifest field '" + prefix + section + "." + name + "' is missing");
   try {
     return it->get<T>();
   } catch (const nlohmann::json::exception &) {
-    fail(path, std::string("manifest field '") + section + "." + name +
+    fail(path, "manifest field '" + prefix + section + "." + name +
                    "' has the wrong type");
   }
 }
 
+/// The fields of one step library, from `object` (the manifest itself for
+/// the first library, or an entry of "libraries"); `prefix` names it in
+/// errors ("libraries[1].").
+StepLibraryManifest parseLibrary(const std::string &path,
+                                 const nlohmann::json &object,
+                                 const std::string &prefix) {
+  StepLibraryManifest lib;
+  lib.target = field<std::string>(path, object, "target", "spec", prefix);
+  lib.cpuFeatures = field<std::vector<std::string>>(path, object, "target",
+                                                    "cpu_features", prefix);
+  lib.weightType = field<std::string>(path, object, "weights", "type", prefix);
+  lib.maxTokens = field<int64_t>(path, object, "step", "max_tokens", prefix);
+  lib.arenaBytes = field<int64_t>(path, object, "step", "arena_bytes", prefix);
+  lib.kernels =
+      field<std::vector<std::string>>(path, object, "step", "kernels", prefix);
+  // Optional: the entries describe the layout for tools (kiln bench).
+  // Artifacts before structured entries held one line of text each: those
+  // are skipped.
+  if (auto weights = object.find("weights");
+      weights != object.end() && weights->contains("entries")) {
+    const nlohmann::json &entries = (*weights)["entries"];
+    if (!entries.is_array())
+      fail(path, "manifest field '" + prefix +
+                     "weights.entries' must be an "
+                     "array");
+    for (const nlohmann::json &entry : entries) {
+      if (!entry.is_object())
+        continue;
+      try {
+        PackedWeight w;
+        w.name = entry.at("name").get<std::string>();
+        w.layout = entry.at("layout").get<std::string>();
+        auto shape = entry.at("shape").get<std::vector<int64_t>>();
+        if (shape.size() != 2)
+          throw std::invalid_argument("shape must be [rows, cols]");
+        w.rows = shape[0];
+        w.cols = shape[1];
+        w.type = entry.at("type").get<std::string>();
+        w.offset = entry.at("offset").get<int64_t>();
+        w.bytes = entry.at("bytes").get<int64_t>();
+        if (w.layout == "panels") {
+          w.panelRows = entry.at("panel_rows").get<int64_t>();
+          w.pairs = entry.value("pairs", std::string());
+        }
+        lib.weightEntries.push_back(std::move(w));
+      } catch (const std::exception &e) {
+        fail(path, "manifest field '" + prefix +
+                       "weights.entries' has a malformed entry " +
+                       entry.dump() + ": " + e.what());
+      }
+    }
+  }
+  if (lib.maxTokens <= 0 || lib.arenaBytes < 0)
+    fail(path, "manifest sizes must be positive");
+  return lib;
+}
+
+/// "avx2" from "avx2,cores=8,...".
+std::string targetName(const std::string &spec) {
+  return spec.substr(0, spec.find(','));
+}
+
+std::string joined(const std::vector<std::string> &items,
+                   const char *separator = ", ") {
+  std::string text;
+  for (const std::string &item : items)
+    text += (text.empty() ? "" : separator) + item;
+  return text;
+}
+
+/// Picks the library to run on this CPU; throws naming what each lacks when
+/// none fits. Returns its index and the phrase CompiledModel reports.
+std::pair<size_t, std::string> pickLibrary(const std::string &path,
+                                           const ArtifactManifest &info) {
+  const std::vector<StepLibraryManifest> &libs = info.libraries;
+  std::vector<std::vector<std::string>> required;
+  for (const StepLibraryManifest &lib : libs)
+    required.push_back(lib.cpuFeatures);
+  StepLibraryChoice choice = chooseStepLibrary(required, hostCpuFeatures());
+  if (!choice.index && libs.size() == 1)
+    fail(path, "was compiled for " + libs[0].target + ", but this CPU lacks " +
+                   joined(choice.missing[0]) +
+                   " (recompile with --target native)");
+  std::string lacks;
+  for (size_t i = 0; i < libs.size(); ++i)
+    if (!choice.missing[i].empty())
+      lacks += std::string(lacks.empty() ? "" : "; ") +
+               joined(choice.missing[i]) + " for " + libs[i].name;
+  if (!choice.index) {
+    std::vector<std::string> names;
+    for (const StepLibraryManifest &lib : libs)
+      names.push_back(lib.name);
+    fail(path, "has step libraries for " + joined(names) +
+                   ", but this CPU can run none of them: it lacks " + lacks +
+                   " (recompile with --target native)");
+  }
+  size_t index = *choice.index;
+  std::string phrase = "the " + libs[index].name + " step library";
+  if (libs.size() == 1)
+    phrase += ", the artifact's only one";
+  else if (lacks.empty())
+    phrase += ", the most capable of its " + std::to_string(libs.size());
+  else
+    phrase += " (this CPU lacks " + lacks + ")";
+  return {index, phrase};
+}
+
 } // namespace
+
+StepLibraryChoice
+chooseStepLibrary(const std::vector<std::vector<std::string>> &required,
+                  const std::vector<std::string> &available) {
+  StepLibraryChoice choice;
+  size_t bestCount = 0;
+  for (size_t i = 0; i < required.size(); ++i) {
+    choice.missing.push_back(missingCpuFeatures(required[i], available));
+    if (!choice.missing.back().empty())
+      continue;
+    // Required features grow with capability (avx512 needs avx2's and more),
+    // so the library that needs the most is the most capable that fits.
+    size_t count =
+        std::set<std::string>(required[i].begin(), required[i].end()).size();
+    if (!choice.index || count > bestCount) {
+      choice.index = i;
+      bestCount = count;
+    }
+  }
+  return choice;
+}
 
 ArtifactManifest parseManifest(const std::string &path, std::string_view text) {
   nlohmann::json json;
@@ -51,22 +180,58 @@ ArtifactManifest parseManifest(const std::string &path, std::string_view text) {
   }
   ArtifactManifest m;
   m.kilnVersion = field<std::string>(path, json, "kiln", "version");
-  m.target = field<std::string>(path, json, "target", "spec");
-  m.cpuFeatures =
-      field<std::vector<std::string>>(path, json, "target", "cpu_features");
-  m.weightType = field<std::string>(path, json, "weights", "type");
   m.vocabSize = field<int64_t>(path, json, "model", "vocab_size");
   m.contextLength = field<int64_t>(path, json, "model", "context_length");
   m.layers = field<int64_t>(path, json, "cache", "layers");
   m.kvHeads = field<int64_t>(path, json, "cache", "kv_heads");
   m.headDim = field<int64_t>(path, json, "cache", "head_dim");
-  m.maxTokens = field<int64_t>(path, json, "step", "max_tokens");
-  m.arenaBytes = field<int64_t>(path, json, "step", "arena_bytes");
+  if (auto model = json.find("model"); model != json.end() &&
+                                       model->contains("heads") &&
+                                       (*model)["heads"].is_number_integer())
+    m.heads = (*model)["heads"].get<int64_t>();
   m.stopsAtEos = field<bool>(path, json, "model", "stops_at_eos");
-  m.kernels = field<std::vector<std::string>>(path, json, "step", "kernels");
   if (m.vocabSize <= 0 || m.contextLength <= 0 || m.layers <= 0 ||
-      m.kvHeads <= 0 || m.headDim <= 0 || m.maxTokens <= 0 || m.arenaBytes < 0)
+      m.kvHeads <= 0 || m.headDim <= 0)
     fail(path, "manifest sizes must be positive");
+
+  // The top-level target, weights and step describe the library in the
+  // "code" and "weights" sections; "libraries", when present, lists every
+  // library, that one first.
+  auto list = json.find("libraries");
+  if (list == json.end()) {
+    StepLibraryManifest lib = parseLibrary(path, json, "");
+    lib.name = targetName(lib.target);
+    lib.codeSection = section::kCode;
+    lib.weightsSection = section::kWeights;
+    m.libraries.push_back(std::move(lib));
+  } else {
+    if (!list->is_array() || list->empty())
+      fail(path, "manifest field 'libraries' must be a non-empty array");
+    for (size_t i = 0; i < list->size(); ++i) {
+      const nlohmann::json &entry = (*list)[i];
+      std::string prefix = "libraries[" + std::to_string(i) + "].";
+      if (!entry.is_object())
+        fail(path, "manifest field 'libraries[" + std::to_string(i) +
+                       "]' must be an object");
+      StepLibraryManifest lib = parseLibrary(path, entry, prefix);
+      auto name = entry.find("name");
+      if (name == entry.end() || !name->is_string())
+        fail(path, "manifest field '" + prefix + "name' must be a string");
+      lib.name = name->get<std::string>();
+      lib.codeSection =
+          field<std::string>(path, entry, "sections", "code", prefix);
+      lib.weightsSection =
+          field<std::string>(path, entry, "sections", "weights", prefix);
+      m.libraries.push_back(std::move(lib));
+    }
+  }
+  const StepLibraryManifest &first = m.libraries.front();
+  m.target = first.target;
+  m.cpuFeatures = first.cpuFeatures;
+  m.weightType = first.weightType;
+  m.maxTokens = first.maxTokens;
+  m.arenaBytes = first.arenaBytes;
+  m.kernels = first.kernels;
   return m;
 }
 
@@ -74,29 +239,36 @@ std::unique_ptr<CompiledModel>
 CompiledModel::load(const std::string &path,
                     const CompiledModelOptions &options) {
   Artifact file = Artifact::open(path, options.verifyHashes);
-  for (const char *name : {section::kManifest, section::kCode,
-                           section::kWeights, section::kTokenizer})
+  for (const char *name : {section::kManifest, section::kTokenizer})
     if (!file.hasSection(name))
       fail(path, std::string("has no '") + name + "' section");
   ArtifactManifest info = parseManifest(path, file.section(section::kManifest));
-  std::vector<std::string> missing = missingCpuFeatures(info.cpuFeatures);
-  if (!missing.empty()) {
-    std::string list;
-    for (const std::string &f : missing)
-      list += (list.empty() ? "" : ", ") + f;
-    fail(path, "was compiled for " + info.target + ", but this CPU lacks " +
-                   list + " (recompile with --target native)");
-  }
-  StepLibrary library = StepLibrary::load(file);
-  return std::unique_ptr<CompiledModel>(new CompiledModel(
-      std::move(file), std::move(library), std::move(info), options));
+  for (const StepLibraryManifest &lib : info.libraries)
+    for (const std::string &name : {lib.codeSection, lib.weightsSection})
+      if (!file.hasSection(name))
+        fail(path, "has no '" + name + "' section (the " + lib.name +
+                       " step library's)");
+  auto [index, choice] = pickLibrary(path, info);
+  const StepLibraryManifest &lib = info.libraries[index];
+  StepLibrary library = StepLibrary::load(file.section(lib.codeSection), path);
+  info.library = index;
+  info.target = lib.target;
+  info.cpuFeatures = lib.cpuFeatures;
+  info.weightType = lib.weightType;
+  info.maxTokens = lib.maxTokens;
+  info.arenaBytes = lib.arenaBytes;
+  info.kernels = lib.kernels;
+  return std::unique_ptr<CompiledModel>(
+      new CompiledModel(std::move(file), std::move(library), std::move(info),
+                        std::move(choice), options));
 }
 
 CompiledModel::CompiledModel(Artifact file, StepLibrary library,
-                             ArtifactManifest info,
+                             ArtifactManifest info, std::string choice,
                              const CompiledModelOptions &options)
-    : file(std::move(file)), library(std::move(library)),
-      info(std::move(info)) {
+    : file(std::move(file)), library(std::move(library)), info(std::move(info)),
+      choice(std::move(choice)) {
+  weightBytes = this->file.section(stepLibrary().weightsSection);
   pool = std::make_unique<ThreadPool>(options.threads);
   parallel = pool->abi();
   size_t arenaBytes = size_t(this->info.arenaBytes + 64) / 64 * 64;
@@ -176,8 +348,7 @@ void CompiledModel::runChunk(const StepBatch &batch, size_t begin, size_t end,
   args.rows = int64_t(rows.size());
   args.logit_rows = rows.data();
   args.logits = logits.data() + first;
-  args.weights =
-      reinterpret_cast<const uint8_t *>(file.section(section::kWeights).data());
+  args.weights = reinterpret_cast<const uint8_t *>(weightBytes.data());
   args.arena = static_cast<uint8_t *>(arena.get());
   args.cache = &cache;
   args.parallel = &parallel;

@@ -1,10 +1,11 @@
 //===- CompiledModel.h - Run a compiled artifact ----------------*- C++ -*-===//
 //
 // Part of Kiln. Loads an artifact written by `kiln compile` (docs/artifact.md)
-// without MLIR: maps the file, verifies its sections, checks that this CPU
-// has the features the code was compiled for, loads the step library and
-// allocates what a step needs (the activation arena and a KV cache), then
-// runs steps on a thread pool. The weights stay in the mapped file.
+// without MLIR: maps the file, verifies its sections, picks the most capable
+// step library this CPU has the features for (an artifact carries one per
+// target it was compiled for), loads it and allocates what a step needs (the
+// activation arena and a KV cache), then runs steps on a thread pool. The
+// weights stay in the mapped file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,33 +13,73 @@
 #define KILN_RUNTIME_COMPILEDMODEL_H
 
 #include "runtime/Artifact.h"
+#include "runtime/PackedWeight.h"
 #include "runtime/StepBatch.h"
 #include "runtime/StepLibrary.h"
 #include "runtime/ThreadPool.h"
 #include "runtime/Tokenizer.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace kiln::runtime {
 
+/// One step library of an artifact: the code compiled for one target and
+/// the packed weights it reads (docs/artifact.md, "Step libraries").
+struct StepLibraryManifest {
+  std::string name;                     ///< the target's name: avx2, avx512
+  std::string target;                   ///< target spec it was compiled for
+  std::vector<std::string> cpuFeatures; ///< features the code needs
+  std::string codeSection;              ///< "code", "code.avx2", ...
+  std::string weightsSection;           ///< "weights", "weights.avx2", ...
+  std::string weightType;               ///< f32, f16 or bf16
+  /// Every packed tensor, in section order.
+  std::vector<PackedWeight> weightEntries;
+  int64_t maxTokens = 0, arenaBytes = 0;
+  std::vector<std::string> kernels;
+};
+
 /// The manifest fields the runtime uses (docs/artifact.md).
 struct ArtifactManifest {
   std::string kilnVersion;
+  // The step library these fields describe: from parseManifest, the first
+  // (the one in the "code" and "weights" sections); from
+  // CompiledModel::manifest(), the one the model runs.
   std::string target;                   ///< target spec it was compiled for
   std::vector<std::string> cpuFeatures; ///< features the code needs
   std::string weightType;               ///< f32, f16 or bf16
+  int64_t maxTokens = 0, arenaBytes = 0;
+  std::vector<std::string> kernels;
+  /// Every step library, least demanding first; at least one. An artifact
+  /// without a "libraries" list has one, described by the fields above.
+  std::vector<StepLibraryManifest> libraries;
+  size_t library = 0; ///< the entry of `libraries` the fields above describe
+
   int64_t vocabSize = 0, contextLength = 0, layers = 0, kvHeads = 0,
           headDim = 0;
-  int64_t maxTokens = 0, arenaBytes = 0;
+  /// Query heads of attention (heads x head_dim is the width attention
+  /// works in); 0 in artifacts that predate it.
+  int64_t heads = 0;
   bool stopsAtEos = false;
-  std::vector<std::string> kernels;
 };
 
 /// Parses the manifest section; throws ArtifactError naming the field.
 ArtifactManifest parseManifest(const std::string &artifactPath,
                                std::string_view json);
+
+/// Which step library a CPU runs: `index` is the most capable library whose
+/// required features are all `available` (the one requiring the most
+/// features; the first of equals), or empty when none is. `missing[i]` is
+/// what library i lacks (empty when it fits).
+struct StepLibraryChoice {
+  std::optional<size_t> index;
+  std::vector<std::vector<std::string>> missing;
+};
+StepLibraryChoice
+chooseStepLibrary(const std::vector<std::vector<std::string>> &required,
+                  const std::vector<std::string> &available);
 
 struct CompiledModelOptions {
   int threads = 0;      ///< 0: one per core this process may use
@@ -57,6 +98,17 @@ public:
   ~CompiledModel();
 
   const ArtifactManifest &manifest() const { return info; }
+  /// The step library this model runs
+  /// (manifest().libraries[manifest().library]).
+  const StepLibraryManifest &stepLibrary() const {
+    return info.libraries[info.library];
+  }
+  /// Why it runs that one, as a phrase: "the avx2 step library (this CPU
+  /// lacks avx512f, avx512bw, avx512vl, avx512dq for avx512)". `kiln run`
+  /// prints it when the artifact has more than one library.
+  const std::string &stepLibraryChoice() const { return choice; }
+  /// The packed weights the step library reads (its weights section).
+  std::string_view weights() const { return weightBytes; }
   TokenizerSpec tokenizerSpec() const;
   const Artifact &artifact() const { return file; }
   ThreadPool &threadPool() { return *pool; }
@@ -80,13 +132,15 @@ public:
 
 private:
   CompiledModel(Artifact file, StepLibrary library, ArtifactManifest info,
-                const CompiledModelOptions &options);
+                std::string choice, const CompiledModelOptions &options);
   void runChunk(const StepBatch &batch, size_t begin, size_t end,
                 std::vector<float> &logits);
 
   Artifact file;
   StepLibrary library;
   ArtifactManifest info;
+  std::string choice;
+  std::string_view weightBytes; ///< into `file`'s mapping
   std::unique_ptr<ThreadPool> pool;
   kiln_parallel parallel;
   struct FreeDeleter {

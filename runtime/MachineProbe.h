@@ -128,10 +128,9 @@ BandwidthResult measureTriadBandwidth(ThreadPool &pool, int64_t arrayBytes,
 
 /// The read probe described above, its array kept so that it can be
 /// sampled again and again: on shared hosts the bandwidth available drifts
-/// within seconds (two threads of one guest were seen switching between
-/// about 48 and 75 GB/s), so a probe taken a minute before a decode run need
-/// not bound it. `kiln bench` samples it right before and after every timed
-/// decode run, and quotes decode against the best sample.
+/// within seconds (bench/NOTES.md has an example), so a probe taken a minute
+/// before a decode run need not bound it. `kiln bench` samples it right before
+/// and after every timed decode run, and quotes decode against the best sample.
 class ReadBandwidthProbe {
 public:
   /// Maps `arrayBytes` (rounded down to whole chunks of 256 KiB, at least

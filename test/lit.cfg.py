@@ -24,6 +24,21 @@ llvm_config.add_tool_substitutions(["kiln-opt", "kiln"], [config.kiln_tools_dir]
 
 config.substitutions.append(("%kiln_src_root", config.kiln_src_root))
 
+# Tests that run code compiled for AVX-512 say `REQUIRES: cpu-avx512`. The
+# kernel's flags list only what the CPU has and the OS enables.
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= cpu_flags():
+    config.available_features.add("cpu-avx512")
+
 # Model fixtures live outside the repository (docs: README, test/unit/TestData.h):
 # $KILN_TEST_MODELS / $KILN_TEST_VOCAB, default ../shared beside the checkout.
 # Tests that need them say `REQUIRES: shared-models`; in CI (CI=true) their

@@ -16,6 +16,7 @@
 #include "codegen/cpu/KernelLibrary.h"
 #include "ir/KilnDialect.h"
 #include "ir/KilnOps.h"
+#include "ir/RopeFrequency.h"
 #include "ir/Tiling.h"
 #include "passes/MemoryPlan.h"
 
@@ -588,31 +589,10 @@ void CpuStepEmitter::emitAttention(AttentionOp op) {
 void CpuStepEmitter::emitRope(RopeOp op) {
   RankedTensorType input = op.getInput().getType();
   int64_t heads = input.getDimSize(1), d = input.getDimSize(2);
-  // The interpreter's ropeFrequency, in float as it computes it.
+  // The interpreter's frequencies, in float (ir/RopeFrequency.h).
   std::vector<std::string> freqs;
-  float theta = float(op.getTheta().convertToDouble());
-  RopeScalingAttr scaling = op.getScalingAttr();
-  for (int64_t i = 0; i < d / 2; ++i) {
-    float freq = 1.0f / std::pow(theta, float(2 * i) / float(d));
-    if (scaling) {
-      float factor = float(scaling.getFactor().convertToDouble());
-      if (scaling.getKind() == RopeScalingKind::Linear) {
-        freq = freq / factor;
-      } else {
-        float low = float(scaling.getLowFreqFactor().convertToDouble());
-        float high = float(scaling.getHighFreqFactor().convertToDouble());
-        float context = float(scaling.getOriginalContext());
-        float wavelength = float(2 * M_PI) / freq;
-        if (wavelength > context / low) {
-          freq = freq / factor;
-        } else if (wavelength >= context / high) {
-          float smooth = (context / wavelength - low) / (high - low);
-          freq = (1.0f - smooth) * freq / factor + smooth * freq;
-        }
-      }
-    }
-    freqs.push_back(floatLiteral(freq));
-  }
+  for (int64_t i = 0; i < d / 2; ++i)
+    freqs.push_back(floatLiteral(ropeInverseFrequency<float>(op, i, d)));
   Instance rope;
   rope.kind = "rope";
   rope.header = "kernels/Rope.h";

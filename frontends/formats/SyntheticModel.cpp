@@ -8,6 +8,8 @@
 
 #include "frontends/formats/SyntheticModel.h"
 
+#include "frontends/formats/GGUFWriter.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -413,82 +415,6 @@ uint64_t writeSyntheticLlama2c(const SyntheticModelSpec &spec,
   return out.finish();
 }
 
-namespace {
-
-/// GGUF metadata, encoded as the file holds it.
-class GGUFMetadata {
-public:
-  enum Type : uint32_t {
-    kU32 = 4,
-    kI32 = 5,
-    kF32 = 6,
-    kBool = 7,
-    kString = 8,
-    kArray = 9,
-  };
-
-  void addU32(const std::string &key, uint64_t v) {
-    start(key, kU32);
-    appendLE(bytes, static_cast<uint32_t>(v));
-  }
-  void addF32(const std::string &key, double v) {
-    start(key, kF32);
-    appendLE(bytes, floatBits(static_cast<float>(v)));
-  }
-  void addBool(const std::string &key, bool v) {
-    start(key, kBool);
-    bytes += static_cast<char>(v ? 1 : 0);
-  }
-  void addString(const std::string &key, const std::string &v) {
-    start(key, kString);
-    appendString(bytes, v);
-  }
-  void addStringArray(const std::string &key,
-                      const std::vector<std::string> &v) {
-    startArray(key, kString, v.size());
-    for (const std::string &s : v)
-      appendString(bytes, s);
-  }
-  void addF32Array(const std::string &key, const std::vector<float> &v) {
-    startArray(key, kF32, v.size());
-    for (float f : v)
-      appendLE(bytes, floatBits(f));
-  }
-  void addI32Array(const std::string &key, const std::vector<int32_t> &v) {
-    startArray(key, kI32, v.size());
-    for (int32_t i : v)
-      appendLE(bytes, static_cast<uint32_t>(i));
-  }
-
-  static void appendString(std::string &out, const std::string &s) {
-    appendLE(out, static_cast<uint64_t>(s.size()));
-    out += s;
-  }
-
-  std::string bytes;
-  uint64_t count = 0;
-
-private:
-  void start(const std::string &key, uint32_t type) {
-    appendString(bytes, key);
-    appendLE(bytes, type);
-    ++count;
-  }
-  void startArray(const std::string &key, uint32_t elementType, size_t n) {
-    start(key, kArray);
-    appendLE(bytes, elementType);
-    appendLE(bytes, static_cast<uint64_t>(n));
-  }
-};
-
-constexpr uint64_t kGGUFAlignment = 32;
-
-uint64_t alignUp(uint64_t n) {
-  return (n + kGGUFAlignment - 1) / kGGUFAlignment * kGGUFAlignment;
-}
-
-} // namespace
-
 uint64_t writeSyntheticGGUF(const SyntheticModelSpec &spec,
                             const std::string &path, ElementType type) {
   const ModelConfig &c = spec.config;
@@ -498,25 +424,29 @@ uint64_t writeSyntheticGGUF(const SyntheticModelSpec &spec,
                                             "f16, not ") +
                                 elementTypeName(type));
 
-  GGUFMetadata meta;
+  GGUFWriter meta;
   meta.addString("general.architecture", "llama");
   meta.addString("general.name", "Kiln synthetic Llama (seed " +
                                      std::to_string(spec.seed) + ")");
   // llama.cpp's LLAMA_FTYPE: 0 all F32, 1 mostly F16.
   meta.addU32("general.file_type", type == ElementType::F16 ? 1 : 0);
-  meta.addU32("llama.context_length", c.contextLength);
-  meta.addU32("llama.embedding_length", c.dim);
-  meta.addU32("llama.feed_forward_length", c.hiddenDim);
-  meta.addU32("llama.block_count", c.numLayers);
-  meta.addU32("llama.attention.head_count", c.numHeads);
-  meta.addU32("llama.attention.head_count_kv", c.numKvHeads);
-  meta.addU32("llama.rope.dimension_count", c.headDim);
-  meta.addF32("llama.rope.freq_base", c.ropeTheta);
-  meta.addF32("llama.attention.layer_norm_rms_epsilon", c.normEpsilon);
-  meta.addU32("llama.vocab_size", c.vocabSize);
+  auto addU32 = [&](const std::string &key, int64_t v) {
+    meta.addU32(key, static_cast<uint32_t>(v));
+  };
+  addU32("llama.context_length", c.contextLength);
+  addU32("llama.embedding_length", c.dim);
+  addU32("llama.feed_forward_length", c.hiddenDim);
+  addU32("llama.block_count", c.numLayers);
+  addU32("llama.attention.head_count", c.numHeads);
+  addU32("llama.attention.head_count_kv", c.numKvHeads);
+  addU32("llama.rope.dimension_count", c.headDim);
+  meta.addF32("llama.rope.freq_base", static_cast<float>(c.ropeTheta));
+  meta.addF32("llama.attention.layer_norm_rms_epsilon",
+              static_cast<float>(c.normEpsilon));
+  addU32("llama.vocab_size", c.vocabSize);
   if (c.headDim * c.numHeads != c.dim) {
-    meta.addU32("llama.attention.key_length", c.headDim);
-    meta.addU32("llama.attention.value_length", c.headDim);
+    addU32("llama.attention.key_length", c.headDim);
+    addU32("llama.attention.value_length", c.headDim);
   }
 
   runtime::TokenizerSpec vocab = syntheticVocabulary(c.vocabSize);
@@ -528,44 +458,29 @@ uint64_t writeSyntheticGGUF(const SyntheticModelSpec &spec,
   meta.addF32Array("tokenizer.ggml.scores", vocab.scores);
   meta.addI32Array("tokenizer.ggml.token_type", types);
   meta.addU32("tokenizer.ggml.unknown_token_id", 0);
-  meta.addU32("tokenizer.ggml.bos_token_id", vocab.bosId);
-  meta.addU32("tokenizer.ggml.eos_token_id", vocab.eosId);
+  addU32("tokenizer.ggml.bos_token_id", vocab.bosId);
+  addU32("tokenizer.ggml.eos_token_id", vocab.eosId);
   meta.addBool("tokenizer.ggml.add_bos_token", true);
   meta.addBool("tokenizer.ggml.add_eos_token", false);
 
-  // The tensor directory: dimensions innermost first, offsets relative to
-  // the aligned start of the data, each tensor aligned.
+  // The tensors are declared with their sizes and streamed after the
+  // header, each at the aligned offset the directory gives it.
   std::vector<SyntheticTensor> tensors = syntheticTensors(c);
   std::vector<ElementType> stored;
-  std::string directory;
-  uint64_t offset = 0;
   for (const SyntheticTensor &t : tensors) {
     // 1-D tensors (the norms) stay F32, as llama.cpp writes them.
     ElementType tensorType = t.shape.size() == 1 ? ElementType::F32 : type;
     stored.push_back(tensorType);
-    GGUFMetadata::appendString(directory, t.name);
-    appendLE(directory, static_cast<uint32_t>(t.shape.size()));
-    for (auto d = t.shape.rbegin(); d != t.shape.rend(); ++d)
-      appendLE(directory, static_cast<uint64_t>(*d));
-    appendLE(directory,
-             static_cast<uint32_t>(tensorType == ElementType::F16 ? 1 : 0));
-    appendLE(directory, offset);
-    offset = alignUp(offset + static_cast<uint64_t>(t.numElements()) *
-                                  (tensorType == ElementType::F16 ? 2 : 4));
+    meta.declareTensor(t.name, t.shape, tensorType,
+                       static_cast<uint64_t>(t.numElements()) *
+                           (tensorType == ElementType::F16 ? 2 : 4));
   }
 
   FileSink out(path);
-  std::string header = "GGUF";
-  appendLE(header, static_cast<uint32_t>(3));
-  appendLE(header, static_cast<uint64_t>(tensors.size()));
-  appendLE(header, meta.count);
-  out.write(header);
-  out.write(meta.bytes);
-  out.write(directory);
-  out.pad(kGGUFAlignment);
+  out.write(meta.header());
   for (size_t i = 0; i < tensors.size(); ++i) {
     writeTensor(out, spec.seed, tensors[i], stored[i]);
-    out.pad(kGGUFAlignment);
+    out.pad(meta.alignment());
   }
   return out.finish();
 }

@@ -9,6 +9,7 @@
 #include "ir/interpreter/Interpreter.h"
 
 #include "ir/KilnOps.h"
+#include "ir/RopeFrequency.h"
 #include "ir/StepContract.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,8 +26,6 @@
 using namespace mlir;
 
 namespace kiln {
-
-WeightProvider::~WeightProvider() = default;
 
 namespace {
 
@@ -449,31 +448,6 @@ private:
     setTensor(op, op.getResult(), std::move(y));
   }
 
-  /// Inverse frequency of pair `i` of a head of size `d`, after scaling.
-  static T ropeFrequency(RopeOp op, int64_t i, int64_t d) {
-    T theta = T(op.getTheta().convertToDouble());
-    T freq = T(1) / std::pow(theta, T(2 * i) / T(d));
-    RopeScalingAttr scaling = op.getScalingAttr();
-    if (!scaling)
-      return freq;
-    T factor = T(scaling.getFactor().convertToDouble());
-    if (scaling.getKind() == RopeScalingKind::Linear)
-      return freq / factor;
-    // llama3: keep high frequencies, divide low ones, blend in between.
-    T lowFactor = T(scaling.getLowFreqFactor().convertToDouble());
-    T highFactor = T(scaling.getHighFreqFactor().convertToDouble());
-    T context = T(scaling.getOriginalContext());
-    T wavelength = T(2 * M_PI) / freq;
-    T lowWavelength = context / lowFactor,
-      highWavelength = context / highFactor;
-    if (wavelength < highWavelength)
-      return freq;
-    if (wavelength > lowWavelength)
-      return freq / factor;
-    T smooth = (context / wavelength - lowFactor) / (highFactor - lowFactor);
-    return (T(1) - smooth) * freq / factor + smooth * freq;
-  }
-
   void rope(RopeOp op) {
     const Tensor<T> &x = tensor(op, op.getInput());
     const std::vector<int32_t> &pos = indices(op, op.getPositions());
@@ -486,7 +460,7 @@ private:
     Tensor<T> y = copyOf(x);
     for (int64_t t = 0; t < tokens; ++t)
       for (int64_t i = 0; i < d / 2; ++i) {
-        T angle = T(pos[t]) * ropeFrequency(op, i, d);
+        T angle = T(pos[t]) * ropeInverseFrequency<T>(op, i, d);
         T c = std::cos(angle), s = std::sin(angle);
         for (int64_t h = 0; h < heads; ++h) {
           int64_t base = (t * heads + h) * d;

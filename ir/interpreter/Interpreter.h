@@ -14,6 +14,7 @@
 #ifndef KILN_IR_INTERPRETER_INTERPRETER_H
 #define KILN_IR_INTERPRETER_INTERPRETER_H
 
+#include "ir/WeightProvider.h"
 #include "ir/interpreter/ReferenceKVCache.h"
 #include "runtime/StepBatch.h"
 
@@ -29,16 +30,6 @@ namespace kiln {
 class InterpreterError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
-};
-
-/// Where the interpreter gets weights: float32 data, row-major in the
-/// declared shape, valid while the provider lives.
-class WeightProvider {
-public:
-  virtual ~WeightProvider();
-  /// Throws (any std::exception) when the weight cannot be provided.
-  virtual const float *getWeight(llvm::StringRef name,
-                                 mlir::RankedTensorType type) = 0;
 };
 
 /// A dense row-major tensor. Weights are borrowed (`borrowed` points at the

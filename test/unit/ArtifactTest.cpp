@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Artifact.h"
+#include "runtime/CompiledModel.h"
 #include "runtime/CpuFeatures.h"
 #include "runtime/StepLibrary.h"
 #include "runtime/TokenizerSpecJson.h"
@@ -25,6 +26,7 @@
 #include <optional>
 #include <sstream>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 using namespace kiln::runtime;
@@ -616,6 +618,202 @@ TEST(StepLibrary, BytesThatAreNotALibraryAreAnError) {
       << error;
   EXPECT_EQ(artifactErrorOf([&] { StepLibrary::load("", "model.kiln"); }),
             "model.kiln: section 'code' is empty; expected a shared library");
+}
+
+//===----------------------------------------------------------------------===//
+// Choosing among step libraries
+//===----------------------------------------------------------------------===//
+
+const std::vector<std::string> kAvx2 = {"avx2", "fma", "f16c"};
+const std::vector<std::string> kAvx512 = {
+    "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq"};
+const std::vector<std::string> kAvx512Bf16 = {
+    "avx2",     "fma",      "f16c",     "avx512f",
+    "avx512bw", "avx512vl", "avx512dq", "avx512bf16"};
+
+TEST(ChooseStepLibrary, PicksTheMostCapableThatFits) {
+  // portable, avx2, avx512, avx512+bf16: what `kiln compile --target
+  // portable,avx2,avx512,avx512+bf16` stores.
+  std::vector<std::vector<std::string>> libs = {
+      {}, kAvx2, kAvx512, kAvx512Bf16};
+  EXPECT_EQ(chooseStepLibrary(libs, {}).index, 0u);
+  EXPECT_EQ(chooseStepLibrary(libs, {"fma", "f16c"}).index, 0u);
+  EXPECT_EQ(chooseStepLibrary(libs, kAvx2).index, 1u);
+  // avx2 without f16c (a hypervisor hiding it) runs portable code.
+  EXPECT_EQ(chooseStepLibrary(libs, {"avx2", "fma"}).index, 0u);
+  EXPECT_EQ(chooseStepLibrary(libs, kAvx512).index, 2u);
+  std::vector<std::string> all = kAvx512Bf16;
+  all.push_back("avx512vnni");
+  EXPECT_EQ(chooseStepLibrary(libs, all).index, 3u);
+  // The order of the features and of the libraries does not matter.
+  EXPECT_EQ(chooseStepLibrary(libs, {"f16c", "avx512dq", "fma", "avx512vl",
+                                     "avx512bw", "avx2", "avx512f"})
+                .index,
+            2u);
+  std::vector<std::vector<std::string>> reversed(libs.rbegin(), libs.rend());
+  EXPECT_EQ(chooseStepLibrary(reversed, kAvx2).index, 2u);
+  EXPECT_EQ(chooseStepLibrary(reversed, kAvx512).index, 1u);
+}
+
+TEST(ChooseStepLibrary, SaysWhatEachLibraryLacks) {
+  StepLibraryChoice choice = chooseStepLibrary({{}, kAvx2, kAvx512}, kAvx2);
+  ASSERT_EQ(choice.missing.size(), 3u);
+  EXPECT_TRUE(choice.missing[0].empty());
+  EXPECT_TRUE(choice.missing[1].empty());
+  EXPECT_EQ(choice.missing[2],
+            (std::vector<std::string>{"avx512f", "avx512bw", "avx512vl",
+                                      "avx512dq"}));
+}
+
+TEST(ChooseStepLibrary, NoneFits) {
+  StepLibraryChoice choice =
+      chooseStepLibrary({kAvx512, kAvx512Bf16}, {"avx2", "fma", "f16c"});
+  EXPECT_FALSE(choice.index);
+  ASSERT_EQ(choice.missing.size(), 2u);
+  EXPECT_EQ(choice.missing[1].back(), "avx512bf16");
+  EXPECT_FALSE(chooseStepLibrary({}, kAvx512).index);
+}
+
+TEST(ChooseStepLibrary, EqualsGoToTheFirst) {
+  // avx512+bf16 and avx512+vnni need as much; neither is more capable.
+  std::vector<std::string> vnni = kAvx512;
+  vnni.push_back("avx512vnni");
+  std::vector<std::string> both = vnni;
+  both.push_back("avx512bf16");
+  EXPECT_EQ(chooseStepLibrary({kAvx512Bf16, vnni}, both).index, 0u);
+  EXPECT_EQ(chooseStepLibrary({vnni, kAvx512Bf16}, both).index, 0u);
+  EXPECT_EQ(chooseStepLibrary({kAvx512Bf16, vnni}, vnni).index, 1u);
+}
+
+/// A manifest in the layout WriteArtifact writes, with one entry of
+/// "libraries" per (name, cpu features, code section, weights section).
+std::string manifestWithLibraries(
+    const std::vector<std::tuple<std::string, std::vector<std::string>,
+                                 std::string, std::string>> &libraries) {
+  auto strings = [](const std::vector<std::string> &items) {
+    std::string list;
+    for (const std::string &item : items)
+      list += (list.empty() ? "\"" : ", \"") + item + "\"";
+    return "[" + list + "]";
+  };
+  auto library = [&](const std::string &name,
+                     const std::vector<std::string> &features) {
+    return R"("target": {"spec": ")" + name + R"(,cores=4", "cpu_features": )" +
+           strings(features) +
+           R"(}, "weights": {"type": "f32", "bytes": 8, "entries": []},
+           "step": {"max_tokens": 8, "arena_bytes": 64, "kernels": ["k_)" +
+           name + R"("]})";
+  };
+  std::string list;
+  for (const auto &[name, features, code, weights] : libraries)
+    list += std::string(list.empty() ? "" : ", ") + R"({"name": ")" + name +
+            R"(", "sections": {"code": ")" + code + R"(", "weights": ")" +
+            weights + R"("}, )" + library(name, features) + "}";
+  const auto &first = libraries.front();
+  return R"({"kiln": {"version": "0.1.0"},
+    "model": {"vocab_size": 4, "context_length": 8, "stops_at_eos": false},
+    "cache": {"layers": 1, "kv_heads": 1, "head_dim": 2}, )" +
+         library(std::get<0>(first), std::get<1>(first)) +
+         R"(, "libraries": [)" + list + "]}";
+}
+
+/// An artifact with three step libraries (portable, avx2, avx512: each the
+/// test step library) and two weights sections, avx2's shared by avx512.
+TEST_F(ArtifactFiles, LoadRunsTheBestStepLibrary) {
+  std::string code = readFile(KILN_TEST_STEP_LIBRARY);
+  ArtifactWriter writer;
+  writer.addSection("manifest",
+                    manifestWithLibraries(
+                        {{"portable", {}, "code", "weights"},
+                         {"avx2", kAvx2, "code.avx2", "weights.avx2"},
+                         {"avx512", kAvx512, "code.avx512", "weights.avx2"}}));
+  writer.addSection("code", code);
+  writer.addSection("weights", "portable", kPageAlignment);
+  writer.addSection("code.avx2", code);
+  writer.addSection("weights.avx2", "avx2 and avx512", kPageAlignment);
+  writer.addSection("code.avx512", code);
+  writer.addSection("tokenizer", R"({"format": "kiln-tokenizer", "version": 1,
+      "model": "byte_level_bpe", "tokens": ["a", "b", "c", "d"]})");
+  writer.write(file("model.kiln"));
+
+  struct Case {
+    const char *cpu, *library, *weights, *choice;
+  };
+  for (const Case &c : std::vector<Case>{
+           {"none", "portable", "portable",
+            "the portable step library (this CPU lacks avx2, fma, f16c for "
+            "avx2; avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq for "
+            "avx512)"},
+           {"avx2,fma,f16c", "avx2", "avx2 and avx512",
+            "the avx2 step library (this CPU lacks avx512f, avx512bw, "
+            "avx512vl, avx512dq for avx512)"},
+           {"avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16",
+            "avx512", "avx2 and avx512",
+            "the avx512 step library, the most capable of its 3"}}) {
+    SCOPED_TRACE(c.cpu);
+    CpuFeaturesOverride cpu(c.cpu);
+    CompiledModelOptions options;
+    options.threads = 1;
+    std::unique_ptr<CompiledModel> model =
+        CompiledModel::load(file("model.kiln"), options);
+    EXPECT_EQ(model->stepLibrary().name, c.library);
+    EXPECT_EQ(model->manifest().target, std::string(c.library) + ",cores=4");
+    EXPECT_EQ(model->manifest().kernels,
+              std::vector<std::string>{std::string("k_") + c.library});
+    EXPECT_EQ(model->manifest().libraries.size(), 3u);
+    EXPECT_EQ(model->weights(), c.weights);
+    EXPECT_EQ(model->stepLibraryChoice(), c.choice);
+  }
+}
+
+TEST_F(ArtifactFiles, LoadNamesWhatEveryLibraryLacks) {
+  std::string code = readFile(KILN_TEST_STEP_LIBRARY);
+  ArtifactWriter writer;
+  writer.addSection(
+      "manifest",
+      manifestWithLibraries({{"avx2", kAvx2, "code", "weights"},
+                             {"avx512", kAvx512, "code.avx512", "weights"}}));
+  writer.addSection("code", code);
+  writer.addSection("weights", "w", kPageAlignment);
+  writer.addSection("code.avx512", code);
+  writer.addSection("tokenizer", R"({"format": "kiln-tokenizer",
+      "model": "byte_level_bpe", "tokens": ["a", "b", "c", "d"]})");
+  writer.write(file("model.kiln"));
+  CpuFeaturesOverride cpu("fma");
+  EXPECT_EQ(artifactErrorOf([&] { CompiledModel::load(file("model.kiln")); }),
+            file("model.kiln") +
+                ": has step libraries for avx2, avx512, but this CPU can run "
+                "none of them: it lacks avx2, f16c for avx2; avx2, f16c, "
+                "avx512f, avx512bw, avx512vl, avx512dq for avx512 (recompile "
+                "with --target native)");
+}
+
+TEST_F(ArtifactFiles, ManifestWithoutLibrariesIsOneLibrary) {
+  // What Kiln wrote before step library lists: the top-level fields and the
+  // "code" and "weights" sections.
+  ArtifactManifest m =
+      parseManifest("old.kiln", R"({"kiln": {"version": "0.1.0"},
+    "model": {"vocab_size": 4, "context_length": 8, "stops_at_eos": true},
+    "cache": {"layers": 1, "kv_heads": 1, "head_dim": 2},
+    "target": {"spec": "avx2,cores=8", "cpu_features": ["avx2", "fma", "f16c"]},
+    "weights": {"type": "bf16"},
+    "step": {"max_tokens": 8, "arena_bytes": 64, "kernels": []}})");
+  ASSERT_EQ(m.libraries.size(), 1u);
+  EXPECT_EQ(m.libraries[0].name, "avx2");
+  EXPECT_EQ(m.libraries[0].codeSection, "code");
+  EXPECT_EQ(m.libraries[0].weightsSection, "weights");
+  EXPECT_EQ(m.libraries[0].cpuFeatures, kAvx2);
+  EXPECT_EQ(m.target, "avx2,cores=8");
+  EXPECT_EQ(m.weightType, "bf16");
+  EXPECT_EQ(artifactErrorOf([] {
+              parseManifest("m.kiln", R"({"kiln": {"version": "0.1.0"},
+    "model": {"vocab_size": 4, "context_length": 8, "stops_at_eos": true},
+    "cache": {"layers": 1, "kv_heads": 1, "head_dim": 2},
+    "target": {"spec": "avx2", "cpu_features": []}, "weights": {"type": "f32"},
+    "step": {"max_tokens": 8, "arena_bytes": 64, "kernels": []},
+    "libraries": [{"name": "avx2", "sections": {"code": "code"}}]})");
+            }),
+            "m.kiln: manifest has no 'libraries[0].target' object");
 }
 
 //===----------------------------------------------------------------------===//

@@ -9,7 +9,7 @@
 
 #include "frontends/formats/ElementType.h"
 
-#include "GGUFWriter.h"
+#include "GGUFTestBytes.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +20,6 @@
 #include <vector>
 
 using namespace kiln::formats;
-using kiln::test::GGUFWriter;
 
 namespace {
 
@@ -305,7 +304,7 @@ std::vector<uint8_t> unaligned(const std::string &bytes) {
 
 TEST(Dequantize, PlainTypes) {
   std::vector<float> values = {1.0f, -2.5f, 0.0f, 65504.0f, 1e-3f};
-  auto f32 = unaligned(GGUFWriter::f32Bytes(values));
+  auto f32 = unaligned(kiln::test::f32Bytes(values));
   std::vector<float> out(values.size());
   dequantize(ElementType::F32, f32.data() + 1, out.data(), 5);
   EXPECT_EQ(out, values);
@@ -329,10 +328,10 @@ TEST(Dequantize, PlainTypes) {
 TEST(Dequantize, Q8_0) {
   // Block 0: d = 0.5 (f16 0x3800), q[i] = i - 16, so w = (i - 16) / 2.
   // Block 1: d = -0.25 (0xB400), q = 127, -128, then zeros.
-  std::string bytes = GGUFWriter::le(uint16_t(0x3800));
+  std::string bytes = kiln::test::le(uint16_t(0x3800));
   for (int i = 0; i < 32; ++i)
     bytes += static_cast<char>(static_cast<uint8_t>(i - 16));
-  bytes += GGUFWriter::le(uint16_t(0xB400));
+  bytes += kiln::test::le(uint16_t(0xB400));
   bytes += '\x7F';
   bytes += '\x80';
   bytes += std::string(30, '\0');
@@ -354,10 +353,10 @@ TEST(Dequantize, Q4_0) {
   // q[j + 16] = 15 - j in its high nibble: w[j] = (j - 8) / 4,
   // w[j + 16] = (7 - j) / 4. The second block has d = 3 (0x4200) and all
   // nibbles 0x0 / 0xF: w = -24 and 21.
-  std::string bytes = GGUFWriter::le(uint16_t(0x3400));
+  std::string bytes = kiln::test::le(uint16_t(0x3400));
   for (int j = 0; j < 16; ++j)
     bytes += static_cast<char>(j | ((15 - j) << 4));
-  bytes += GGUFWriter::le(uint16_t(0x4200));
+  bytes += kiln::test::le(uint16_t(0x4200));
   bytes += std::string(16, '\xF0');
   ASSERT_EQ(bytes.size(), 36u);
 
@@ -385,8 +384,8 @@ TEST(Dequantize, ReferenceQuantizersRoundTrip) {
   std::fill(x.begin() + 64, x.begin() + 96, 0.0f); // An all-zero block.
 
   std::vector<float> q8(x.size()), q4(x.size());
-  std::string q8Bytes = GGUFWriter::q8_0Bytes(x);
-  std::string q4Bytes = GGUFWriter::q4_0Bytes(x);
+  std::string q8Bytes = kiln::test::q8_0Bytes(x);
+  std::string q4Bytes = kiln::test::q4_0Bytes(x);
   ASSERT_EQ(q8Bytes.size(), *rowBytes(ElementType::Q8_0, int64_t(x.size())));
   ASSERT_EQ(q4Bytes.size(), *rowBytes(ElementType::Q4_0, int64_t(x.size())));
   dequantize(ElementType::Q8_0,

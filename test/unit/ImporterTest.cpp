@@ -13,7 +13,9 @@
 #include "frontends/FileWeightProvider.h"
 #include "frontends/Importer.h"
 #include "frontends/formats/FormatError.h"
+#include "frontends/formats/GGUFWriter.h"
 #include "ir/KilnOps.h"
+#include "ir/interpreter/Interpreter.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -89,7 +91,7 @@ protected:
 
   std::string write(const std::string &name, const std::string &bytes) {
     std::string path = (dir / name).string();
-    test::writeBytes(path, bytes);
+    test::writeFile(path, bytes);
     return path;
   }
 
@@ -191,14 +193,14 @@ TEST_F(ImporterTest, Llama2cErrorsNameTheProblem) {
 
 TEST_F(ImporterTest, GGUFErrorsNameTheKeyOrTensor) {
   SyntheticModel m = SyntheticModel::random(tinyConfig(), 8);
-  test::GGUFWriter noWidth;
+  formats::GGUFWriter noWidth;
   noWidth.addString("general.architecture", "llama");
   EXPECT_NE(errorOf([&] {
               readModel(write("nowidth.gguf", noWidth.bytes()));
             }).find("missing metadata key 'llama.embedding_length'"),
             std::string::npos);
 
-  test::GGUFWriter phi;
+  formats::GGUFWriter phi;
   phi.addString("general.architecture", "phi3");
   EXPECT_NE(errorOf([&] {
               readModel(write("phi.gguf", phi.bytes()));
@@ -269,7 +271,7 @@ TEST_F(ImporterTest, SafetensorsAndConfigErrorsNameTheProblem) {
   std::string good((std::istreambuf_iterator<char>(in)),
                    std::istreambuf_iterator<char>());
   auto withWeights = [&](const std::string &bytes) {
-    test::writeBytes(weights, bytes);
+    test::writeFile(weights, bytes);
     return errorOf([&] { readModel(hf.string()); });
   };
 
@@ -291,7 +293,7 @@ TEST_F(ImporterTest, SafetensorsAndConfigErrorsNameTheProblem) {
             std::string::npos);
   EXPECT_NE(withWeights(good.substr(0, good.size() - 4)).find("is outside the"),
             std::string::npos);
-  test::writeBytes(weights, good);
+  test::writeFile(weights, good);
 
   std::ofstream(hf / "config.json")
       << "{\"architectures\": [\"GPT2LMHeadModel\"]}";

@@ -5,16 +5,26 @@
 // that every importer builds the same IR and the interpreter gives the same
 // logits for the same weights.
 //
+// The tensors are those of `kiln make-model`'s models
+// (formats::syntheticTensors) plus Qwen2's QKV biases, and GGUF files are
+// built with Kiln's GGUFWriter. The values are the tests' own: N(0, 0.1)
+// matrices and norm weights near (not at) 1, so a norm applied in the wrong
+// place changes the logits, where make-model's weights are N(0, 0.02) with
+// norms of exactly 1. The llama2.c v0/v1 and Hugging Face serializers stay
+// here because the production writers only write make-model's own weights.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_TEST_UNIT_SYNTHETICMODEL_H
 #define KILN_TEST_UNIT_SYNTHETICMODEL_H
 
-#include "GGUFWriter.h"
+#include "GGUFTestBytes.h"
 
+#include "frontends/formats/GGUFWriter.h"
 #include "frontends/formats/ModelConfig.h"
+#include "frontends/formats/SyntheticModel.h"
 #include "frontends/formats/TensorInfo.h"
-#include "ir/interpreter/Interpreter.h"
+#include "ir/WeightProvider.h"
 
 #include <cstring>
 #include <fstream>
@@ -24,11 +34,6 @@
 #include <vector>
 
 namespace kiln::test {
-
-inline void writeBytes(const std::string &path, const std::string &bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 struct SyntheticModel {
   formats::ModelConfig config;
@@ -55,27 +60,20 @@ struct SyntheticModel {
     };
     const formats::ModelConfig &c = config;
     int64_t q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
-    add("token_embd.weight", {c.vocabSize, c.dim}, false);
-    for (int64_t l = 0; l < c.numLayers; ++l) {
-      auto name = [&](const char *s) { return formats::layerTensorName(l, s); };
-      add(name("attn_norm.weight"), {c.dim}, true);
-      add(name("attn_q.weight"), {q, c.dim}, false);
-      add(name("attn_k.weight"), {kv, c.dim}, false);
-      add(name("attn_v.weight"), {kv, c.dim}, false);
-      if (c.qkvBias) {
-        add(name("attn_q.bias"), {q}, false);
-        add(name("attn_k.bias"), {kv}, false);
-        add(name("attn_v.bias"), {kv}, false);
+    const std::string vSuffix = ".attn_v.weight";
+    for (const formats::SyntheticTensor &t : formats::syntheticTensors(c)) {
+      add(t.name, t.shape, t.isNorm);
+      // Qwen2's biases follow each layer's V projection.
+      bool isV = t.name.size() > vSuffix.size() &&
+                 t.name.compare(t.name.size() - vSuffix.size(), vSuffix.size(),
+                                vSuffix) == 0;
+      if (c.qkvBias && isV) {
+        std::string layer = t.name.substr(0, t.name.size() - vSuffix.size());
+        add(layer + ".attn_q.bias", {q}, false);
+        add(layer + ".attn_k.bias", {kv}, false);
+        add(layer + ".attn_v.bias", {kv}, false);
       }
-      add(name("attn_output.weight"), {c.dim, q}, false);
-      add(name("ffn_norm.weight"), {c.dim}, true);
-      add(name("ffn_gate.weight"), {c.hiddenDim, c.dim}, false);
-      add(name("ffn_down.weight"), {c.dim, c.hiddenDim}, false);
-      add(name("ffn_up.weight"), {c.hiddenDim, c.dim}, false);
     }
-    add("output_norm.weight", {c.dim}, true);
-    if (!c.tiedClassifier)
-      add("output.weight", {c.vocabSize, c.dim}, false);
     return m;
   }
 
@@ -100,7 +98,7 @@ struct SyntheticModel {
     for (int64_t v :
          {c.dim, c.hiddenDim, c.numLayers, c.numHeads, c.numKvHeads,
           c.tiedClassifier ? c.vocabSize : -c.vocabSize, c.contextLength})
-      out += GGUFWriter::le<int32_t>(static_cast<int32_t>(v));
+      out += le(static_cast<uint32_t>(static_cast<int32_t>(v)));
     put(out, "token_embd.weight");
     putLayers(out, "attn_norm.weight");
     putLayers(out, "attn_q.weight");
@@ -121,11 +119,11 @@ struct SyntheticModel {
   /// llama2.c's export version 1 (256-byte header, norms first).
   std::string llama2cV1Bytes() const {
     const formats::ModelConfig &c = config;
-    std::string out = GGUFWriter::le<uint32_t>(0x616b3432);
-    out += GGUFWriter::le<int32_t>(1);
+    std::string out = le<uint32_t>(0x616b3432);
+    out += le<uint32_t>(1);
     for (int64_t v : {c.dim, c.hiddenDim, c.numLayers, c.numHeads, c.numKvHeads,
                       c.vocabSize, c.contextLength})
-      out += GGUFWriter::le<int32_t>(static_cast<int32_t>(v));
+      out += le(static_cast<uint32_t>(static_cast<int32_t>(v)));
     out += static_cast<char>(c.tiedClassifier ? 1 : 0);
     out.resize(256, '\0');
     putLayers(out, "attn_norm.weight");
@@ -145,10 +143,10 @@ struct SyntheticModel {
   }
 
   /// A GGUF file as llama.cpp writes one for `arch` ("llama" or "qwen2").
-  GGUFWriter gguf() const {
+  formats::GGUFWriter gguf() const {
     const formats::ModelConfig &c = config;
     const std::string a = c.architecture;
-    GGUFWriter w;
+    formats::GGUFWriter w;
     w.addString("general.architecture", a);
     w.addU32(a + ".context_length", static_cast<uint32_t>(c.contextLength));
     w.addU32(a + ".embedding_length", static_cast<uint32_t>(c.dim));
@@ -166,7 +164,7 @@ struct SyntheticModel {
                static_cast<uint32_t>(c.slidingWindow));
     for (const auto &[name, shape] : shapes)
       w.addTensor(name, shape, formats::ElementType::F32,
-                  GGUFWriter::f32Bytes(weights.at(name)));
+                  f32Bytes(weights.at(name)));
     return w;
   }
 
@@ -204,7 +202,7 @@ struct SyntheticModel {
       std::string header = "{", data;
       for (size_t i = s; i < hfTensors.size(); i += shards) {
         const auto &[hf, canonical] = hfTensors[i];
-        std::string bytes = GGUFWriter::f32Bytes(hfLayout(canonical));
+        std::string bytes = f32Bytes(hfLayout(canonical));
         header += std::string(header.size() > 1 ? ", " : "") + "\"" + hf +
                   "\": {\"dtype\": \"F32\", \"shape\": [";
         const std::vector<int64_t> &shape = shapes.at(canonical);
@@ -218,8 +216,7 @@ struct SyntheticModel {
       }
       header += "}";
       header.resize((header.size() + 7) / 8 * 8, ' ');
-      writeBytes(dir + "/" + file,
-                 GGUFWriter::le<uint64_t>(header.size()) + header + data);
+      writeFile(dir + "/" + file, le<uint64_t>(header.size()) + header + data);
     }
     if (shards > 1)
       std::ofstream(dir + "/model.safetensors.index.json") << index << "}}\n";
@@ -275,7 +272,7 @@ private:
   }
 
   void put(std::string &out, const std::string &name) const {
-    out += GGUFWriter::f32Bytes(weights.at(name));
+    out += f32Bytes(weights.at(name));
   }
   void putLayers(std::string &out, const char *suffix) const {
     for (int64_t l = 0; l < config.numLayers; ++l)

@@ -8,11 +8,11 @@
 
 #include "runtime/Tokenizer.h"
 
-#include "GGUFWriter.h"
 #include "TestData.h"
 #include "VocabVectors.h"
 #include "frontends/formats/FormatError.h"
 #include "frontends/formats/GGUF.h"
+#include "frontends/formats/GGUFWriter.h"
 #include "frontends/formats/TokenizerLoaders.h"
 
 #include <gtest/gtest.h>
@@ -32,12 +32,12 @@
 
 using kiln::formats::FormatError;
 using kiln::formats::GGUFFile;
+using kiln::formats::GGUFWriter;
 using kiln::formats::loadLlama2cTokenizer;
 using kiln::formats::tokenizerFromGGUF;
 using kiln::runtime::Tokenizer;
 using kiln::runtime::TokenizerSpec;
 using kiln::runtime::TokenType;
-using kiln::test::GGUFWriter;
 
 namespace {
 

@@ -23,7 +23,6 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -85,61 +84,39 @@ struct StepWork {
   }
 };
 
-int64_t packedBytes(const std::string &type) { return type == "f32" ? 4 : 2; }
-
 StepWork countStepWork(const CompiledModel &model) {
   const std::string &path = model.artifact().path();
   const runtime::ArtifactManifest &info = model.manifest();
-  json manifest = json::parse(
-      model.artifact().section(runtime::section::kManifest), nullptr, false);
-  const json *entries = nullptr;
-  if (manifest.is_object() && manifest.contains("weights") &&
-      manifest["weights"].is_object() &&
-      manifest["weights"].contains("entries") &&
-      manifest["weights"]["entries"].is_array())
-    entries = &manifest["weights"]["entries"];
-  if (!entries)
-    throw std::runtime_error(path + ": the manifest has no 'weights.entries' "
-                                    "array, so the weights a step reads "
-                                    "cannot be counted");
-
-  static const std::regex panelEntry(
-      R"(^(.*): \[(\d+), (\d+)\] in panels of (\d+) rows, (f32|f16|bf16)(?: \((lane|k) pairs\))?, at \d+$)");
+  // The library the model runs: its packed weights are what a step reads.
+  const runtime::StepLibraryManifest &library = model.stepLibrary();
   StepWork work;
   work.layers = info.layers;
   work.vocab = info.vocabSize;
-  work.weightsSectionBytes =
-      int64_t(model.artifact().section(runtime::section::kWeights).size());
-  for (const json &entry : *entries) {
-    if (!entry.is_string())
-      continue;
-    std::string text = entry.get<std::string>();
-    std::smatch m;
-    if (!std::regex_match(text, m, panelEntry))
+  work.weightsSectionBytes = int64_t(model.weights().size());
+  for (const runtime::PackedWeight &w : library.weightEntries) {
+    if (w.layout != "panels")
       continue; // row-major tables (embedding, norms) are not GEMM weights
-    std::string name = m[1];
-    int64_t n = std::stoll(m[2]), k = std::stoll(m[3]), nr = std::stoll(m[4]);
-    work.gemmBytes += (n + nr - 1) / nr * nr * k * packedBytes(m[5]);
+    work.gemmBytes += w.bytes;
     ++work.gemmEntries;
-    work.bf16Dot = work.bf16Dot || m[6] == "k";
-    if (n == info.vocabSize && work.classifierParameters == 0) {
-      work.classifierParameters = n * k;
-      work.dim = k;
+    work.bf16Dot = work.bf16Dot || w.pairs == "k";
+    if (w.rows == info.vocabSize && work.classifierParameters == 0) {
+      work.classifierParameters = w.rows * w.cols;
+      work.dim = w.cols;
     } else {
-      work.layerGemmParameters += n * k;
+      work.layerGemmParameters += w.rows * w.cols;
     }
-    // The attention output projection [dim, heads x head_dim] gives the
-    // width attention works in.
-    if (work.qDim == 0 && name.find("attn_output") != std::string::npos &&
-        name.find('+') == std::string::npos)
-      work.qDim = k;
   }
   if (work.gemmEntries == 0)
     throw std::runtime_error(path + ": the manifest lists no packed GEMM "
-                                    "weights ('weights.entries'), so the "
-                                    "weights a step reads cannot be counted");
-  if (work.qDim == 0)
-    work.qDim = work.dim;
+                                    "weights ('weights.entries' of layout "
+                                    "\"panels\"; artifacts before Kiln wrote "
+                                    "them need recompiling), so the weights a "
+                                    "step reads cannot be counted");
+  if (info.heads <= 0)
+    throw std::runtime_error(path + ": the manifest has no 'model.heads' "
+                                    "(recompile the artifact), so attention's "
+                                    "FLOPs cannot be counted");
+  work.qDim = info.heads * info.headDim;
   return work;
 }
 
@@ -370,10 +347,10 @@ void progress(const std::string &message) {
 /// Writes back and drops the page cache's copy of `path`, so the load that
 /// follows reads it from the file system. Decode streams the weights from
 /// those pages, and how they came into the cache matters: pages left by the
-/// writer of a just-compiled artifact decoded up to 1.3x slower than the
-/// same file read back (measured on a Zen 4 guest, where the page cache
-/// builds large folios on reads). Evicting first gives every run the read
-/// path, as after a reboot. Best effort: on failure the pages stay.
+/// writer of a just-compiled artifact can decode slower than the same file
+/// read back, where the page cache builds large folios (figures in
+/// bench/NOTES.md). Evicting first gives every run the read path, as after
+/// a reboot. Best effort: on failure the pages stay.
 void evictFromPageCache(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0)
@@ -383,8 +360,10 @@ void evictFromPageCache(const std::string &path) {
   ::close(fd);
 }
 
+/// `manifest` becomes the loaded model's (the step library it runs) on the
+/// first call, with `work`.
 ThreadResult benchThreads(const BenchOptions &o, int threads, bool verify,
-                          StepWork &work) {
+                          StepWork &work, runtime::ArtifactManifest &manifest) {
   if (!o.keepPageCache)
     evictFromPageCache(o.artifact);
   runtime::CompiledModelOptions options;
@@ -392,8 +371,13 @@ ThreadResult benchThreads(const BenchOptions &o, int threads, bool verify,
   options.verifyHashes = verify; // once is enough
   std::unique_ptr<CompiledModel> model =
       CompiledModel::load(o.artifact, options);
-  if (work.gemmEntries == 0)
+  if (work.gemmEntries == 0) {
     work = countStepWork(*model);
+    manifest = model->manifest();
+    if (model->manifest().libraries.size() > 1)
+      std::fprintf(stderr, "kiln bench: using %s\n",
+                   model->stepLibraryChoice().c_str());
+  }
 
   ThreadResult result;
   result.threads = threads;
@@ -990,8 +974,8 @@ int runBench(const BenchOptions &options) {
 
   Report report{o, manifest, {}, utcNow(), hostCpuName(), {}};
   for (size_t i = 0; i < o.threads.size(); ++i)
-    report.runs.push_back(
-        benchThreads(o, o.threads[i], /*verify=*/i == 0, report.work));
+    report.runs.push_back(benchThreads(o, o.threads[i], /*verify=*/i == 0,
+                                       report.work, report.manifest));
   printTable(report);
   if (o.profile)
     printProfiles(report);

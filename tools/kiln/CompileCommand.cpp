@@ -15,11 +15,13 @@
 #include "passes/FusionDiagnostics.h"
 #include "passes/Pipelines.h"
 #include "passes/target/TargetDescription.h"
+#include "runtime/Artifact.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -81,7 +83,8 @@ fs::path cacheDirectory() {
 
 /// What an artifact depends on: Kiln's version, the options, and the
 /// identity (path, size, modification time) of every input file.
-std::string cacheKey(const CompileOptions &o, const std::string &targetSpec) {
+std::string cacheKey(const CompileOptions &o,
+                     const std::vector<target::TargetDescription> &targets) {
   llvm::SHA256 hash;
   auto add = [&](const std::string &text) {
     hash.update(text);
@@ -94,7 +97,10 @@ std::string cacheKey(const CompileOptions &o, const std::string &targetSpec) {
   add(self.string());
   add(std::to_string(fs::file_size(self, ec)));
   add(std::to_string(fs::last_write_time(self, ec).time_since_epoch().count()));
-  add(targetSpec);
+  // Every target, in the order given: each is a library of the artifact.
+  add(std::to_string(targets.size()));
+  for (const target::TargetDescription &t : targets)
+    add(t.spec());
   add(o.dtype);
   add(std::to_string(o.maxTokens));
   add(std::to_string(o.context));
@@ -124,11 +130,44 @@ std::string cacheKey(const CompileOptions &o, const std::string &targetSpec) {
   return hex;
 }
 
-/// Compiles without the cache, writing the artifact to `output`.
+/// The targets of a --target list: CPU targets, no two needing the same CPU
+/// features (the runtime could not choose between them).
+std::vector<target::TargetDescription> parseTargets(const std::string &list) {
+  std::vector<target::TargetDescription> targets;
+  for (const std::string &spec : splitTargetList(list)) {
+    llvm::Expected<target::TargetDescription> t = target::parseTarget(spec);
+    if (!t)
+      throw std::runtime_error("--target: " + llvm::toString(t.takeError()));
+    if (!t->isCpu())
+      throw std::runtime_error("--target " + spec +
+                               ": only CPU targets compile to artifacts yet "
+                               "(the CUDA backend comes later)");
+    std::vector<std::string> features = codegen::requiredCpuFeatures(*t);
+    std::sort(features.begin(), features.end());
+    for (const target::TargetDescription &other : targets) {
+      std::vector<std::string> theirs = codegen::requiredCpuFeatures(other);
+      std::sort(theirs.begin(), theirs.end());
+      if (theirs == features)
+        throw std::runtime_error(
+            "--target " + list + ": " + other.spec() + " and " + t->spec() +
+            " need the same CPU features, so the runtime could not choose "
+            "between their step libraries; give one of them");
+    }
+    targets.push_back(*t);
+  }
+  if (targets.empty())
+    throw std::runtime_error("--target: no target given");
+  return targets;
+}
+
+/// Compiles without the cache, writing the artifact to `output`: the model
+/// is imported once, then each target runs the pipeline on its own copy and
+/// gets its own step library (and packed weights: the layout depends on the
+/// target's tiles, docs/artifact.md).
 void compileUncached(const CompileOptions &o,
-                     const target::TargetDescription &target,
+                     const std::vector<target::TargetDescription> &targets,
                      const std::string &output) {
-  Progress progress(o.quiet, 6);
+  Progress progress(o.quiet, 2 + 3 * int(targets.size()));
   progress("importing " + o.model);
   LoadedModel model = loadModel(o.model);
   runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
@@ -143,20 +182,6 @@ void compileUncached(const CompileOptions &o,
       break;
     }
 
-  progress("running the pipeline for " + target.name);
-  setExplainFusion(o.explainFusion);
-  PassManager pm(model.context.get());
-  KilnPipelineOptions pipeline;
-  pipeline.target = target.spec();
-  pipeline.maxTokens = o.maxTokens;
-  pipeline.tuningFile = o.tuningFile;
-  pipeline.fusionRules = o.fusionRules;
-  pipeline.fusion = o.fusion;
-  addKilnPipeline(pm, pipeline);
-  if (failed(pm.run(*model.module)))
-    throw std::runtime_error(o.model + ": the pipeline failed (see the "
-                                       "errors above)");
-
   fs::path work =
       fs::temp_directory_path() / ("kiln-compile-" + std::to_string(getpid()));
   struct Cleanup {
@@ -166,13 +191,37 @@ void compileUncached(const CompileOptions &o,
       fs::remove_all(dir, ec);
     }
   } cleanup{work};
-  codegen::CompileStepOptions step;
-  step.target = target;
-  step.weightType = packedType(o.dtype);
-  step.workDir = work.string();
-  step.progress = [&](const std::string &stage) { progress(stage); };
-  codegen::CompiledStep compiled =
-      codegen::compileStep(*model.module, *model.weights, step);
+
+  setExplainFusion(o.explainFusion);
+  bool several = targets.size() > 1;
+  std::vector<OwningOpRef<ModuleOp>> modules;
+  std::vector<codegen::CompiledStep> compiled;
+  for (const target::TargetDescription &target : targets) {
+    std::string prefix = several ? target.name + ": " : "";
+    progress(prefix + "running the pipeline for " + target.name);
+    OwningOpRef<ModuleOp> module = model.module->clone();
+    PassManager pm(model.context.get());
+    KilnPipelineOptions pipeline;
+    pipeline.target = target.spec();
+    pipeline.maxTokens = o.maxTokens;
+    pipeline.tuningFile = o.tuningFile;
+    pipeline.fusionRules = o.fusionRules;
+    pipeline.fusion = o.fusion;
+    addKilnPipeline(pm, pipeline);
+    if (failed(pm.run(*module)))
+      throw std::runtime_error(o.model + ": the pipeline failed for " +
+                               target.name + " (see the errors above)");
+
+    codegen::CompileStepOptions step;
+    step.target = target;
+    step.weightType = packedType(o.dtype);
+    step.workDir =
+        (several ? work / codegen::librarySourceDirectory(target) : work)
+            .string();
+    step.progress = [&](const std::string &stage) { progress(prefix + stage); };
+    compiled.push_back(codegen::compileStep(*module, *model.weights, step));
+    modules.push_back(std::move(module));
+  }
 
   progress("writing " + output);
   codegen::ArtifactModelInfo info;
@@ -180,46 +229,104 @@ void compileUncached(const CompileOptions &o,
   info.contextLength = o.context > 0 ? o.context : model.contextLength;
   info.stopsAtEos = model.stopsAtEos;
   info.tokenizer = tokenizer.spec();
-  codegen::writeArtifact(*model.module, compiled, step, info, output);
+  std::vector<codegen::ArtifactLibrary> libraries;
+  for (size_t i = 0; i < targets.size(); ++i)
+    libraries.push_back({targets[i], &compiled[i]});
+  codegen::writeArtifact(*modules.front(), libraries, packedType(o.dtype), info,
+                         output);
   progress.done();
+}
+
+/// Writes the "sources" section of `artifact` under `dir` (the libraries'
+/// subdirectories included); returns how many files it wrote.
+size_t extractSources(const std::string &artifact, const std::string &dir) {
+  runtime::Artifact file = runtime::Artifact::open(artifact, false);
+  file.verifySection(runtime::section::kSources);
+  size_t count = 0;
+  for (const auto &[name, text] :
+       runtime::unpackSources(file.section(runtime::section::kSources))) {
+    fs::path path = fs::path(dir) / name; // unpackSources checked the path
+    fs::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out)
+      throw std::runtime_error("--emit-source: cannot write '" + path.string() +
+                               "'");
+    ++count;
+  }
+  return count;
 }
 
 } // namespace
 
+std::vector<std::string> splitTargetList(const std::string &list) {
+  std::vector<std::string> specs;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    std::string item = list.substr(start, comma - start);
+    // "cores=4" overrides the target before it.
+    if (item.find('=') != std::string::npos && !specs.empty())
+      specs.back() += "," + item;
+    else
+      specs.push_back(item);
+    start = comma + 1;
+  }
+  return specs;
+}
+
 CompileResult compileModel(const CompileOptions &o) {
   auto start = std::chrono::steady_clock::now();
-  llvm::Expected<target::TargetDescription> target =
-      target::parseTarget(o.target);
-  if (!target)
-    throw std::runtime_error("--target: " + llvm::toString(target.takeError()));
-  if (!target->isCpu())
-    throw std::runtime_error("--target " + o.target +
-                             ": only CPU targets compile to artifacts yet "
-                             "(the CUDA backend comes later)");
+  std::vector<target::TargetDescription> targets = parseTargets(o.target);
   packedType(o.dtype); // check early
+  if (o.output.empty() && o.emitSource.empty())
+    throw std::runtime_error("kiln compile needs -o ARTIFACT, --emit-source "
+                             "DIR or both");
 
   CompileResult result;
+  for (const target::TargetDescription &t : targets)
+    result.targets.push_back(t.name);
   result.artifact = o.output;
   fs::path cached;
   if (o.useCache) {
     fs::path dir = cacheDirectory();
     std::error_code ec;
     fs::create_directories(dir, ec);
-    cached = dir / (cacheKey(o, target->spec()) + ".kiln");
-    if (fs::exists(cached)) {
-      if (fs::absolute(o.output) != fs::absolute(cached)) {
-        fs::copy_file(cached, o.output, fs::copy_options::overwrite_existing);
-      }
-      result.fromCache = true;
+    cached = dir / (cacheKey(o, targets) + ".kiln");
+  }
+  // Sources only: the artifact is the cache's, or a temporary file.
+  fs::path output = o.output;
+  struct Temporary {
+    fs::path file;
+    ~Temporary() {
+      std::error_code ec;
+      if (!file.empty())
+        fs::remove(file, ec);
     }
+  } temporary;
+  if (output.empty()) {
+    if (!cached.empty()) {
+      output = cached;
+    } else {
+      output = temporary.file =
+          fs::temp_directory_path() /
+          ("kiln-sources-" + std::to_string(getpid()) + ".kiln");
+    }
+  }
+  if (!cached.empty() && fs::exists(cached)) {
+    if (fs::absolute(output) != fs::absolute(cached))
+      fs::copy_file(cached, output, fs::copy_options::overwrite_existing);
+    result.fromCache = true;
   }
   if (!result.fromCache) {
-    compileUncached(o, *target, o.output);
-    if (!cached.empty() && fs::absolute(o.output) != fs::absolute(cached)) {
+    compileUncached(o, targets, output.string());
+    if (!cached.empty() && fs::absolute(output) != fs::absolute(cached)) {
       std::error_code ec;
-      fs::copy_file(o.output, cached, fs::copy_options::overwrite_existing, ec);
+      fs::copy_file(output, cached, fs::copy_options::overwrite_existing, ec);
     }
   }
+  if (!o.emitSource.empty())
+    result.sourcesWritten = extractSources(output.string(), o.emitSource);
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -227,15 +334,12 @@ CompileResult compileModel(const CompileOptions &o) {
 }
 
 std::string compiledArtifactFor(const CompileOptions &options) {
-  llvm::Expected<target::TargetDescription> target =
-      target::parseTarget(options.target);
-  if (!target)
-    throw std::runtime_error("--target: " + llvm::toString(target.takeError()));
+  std::vector<target::TargetDescription> targets = parseTargets(options.target);
   fs::path dir = cacheDirectory();
   std::error_code ec;
   fs::create_directories(dir, ec);
   CompileOptions o = options;
-  o.output = (dir / (cacheKey(options, target->spec()) + ".kiln")).string();
+  o.output = (dir / (cacheKey(options, targets) + ".kiln")).string();
   o.useCache = false;
   if (!fs::exists(o.output))
     compileModel(o);

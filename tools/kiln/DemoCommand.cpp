@@ -80,7 +80,14 @@ int runDemo(const DemoOptions &o) {
   int files = 0;
   for (const auto &[name, text] : runtime::unpackSources(
            loaded->artifact().section(runtime::section::kSources))) {
-    std::ofstream(kernels / name, std::ios::binary) << text;
+    // Library headers (kernels/*.h) and per-target libraries live in
+    // subdirectories.
+    fs::path file = kernels / name;
+    fs::create_directories(file.parent_path());
+    std::ofstream out(file, std::ios::binary);
+    out << text;
+    if (!out)
+      throw std::runtime_error("cannot write " + file.string());
     ++files;
   }
   say("artifact: target " + m.target + ", " + m.weightType + " weights, " +

@@ -1,9 +1,11 @@
 //===- LoadedModel.h - A model ready to run, from any file ------*- C++ -*-===//
 //
-// Part of Kiln's command line. `kiln run MODEL` accepts a model file (GGUF,
-// llama2.c) or a .mlir module; both end as a kiln module plus the weights
-// and tokenizer it needs. There is one forward pass: the IR, executed by the
-// reference interpreter.
+// Part of Kiln's command line. `kiln compile` and `kiln run` accept a model
+// file (GGUF, llama2.c), a Hugging Face directory or a .mlir module; each
+// ends as a kiln module plus the weights and tokenizer it needs. `kiln
+// compile` (and `kiln run` on a model file, through the compile cache)
+// turns the module into an artifact; `kiln run --interpret` (implied by a
+// .mlir module) executes it in the reference interpreter.
 //
 //===----------------------------------------------------------------------===//
 

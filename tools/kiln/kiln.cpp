@@ -1,12 +1,14 @@
 //===- kiln.cpp - The kiln command line -----------------------------------===//
 //
 // Part of Kiln. Subcommands:
-//   kiln run MODEL       generate text (import -> IR -> reference interpreter)
+//   kiln run MODEL       generate text (compiled; .mlir or --interpret: the
+//                        reference interpreter)
 //   kiln import MODEL    write the model's kiln module as MLIR text
 //   kiln inspect MODEL   print configuration, tensors and tokenizer summary
 //   kiln tokenize TEXT   print token ids
 //   kiln targets         print the native and the named compilation targets
 //   kiln make-model      write a synthetic Llama with random weights
+//   kiln compile MODEL   compile into an artifact (one step library per target)
 //   kiln bench ARTIFACT  time prefill and decode against measured limits
 //
 //===----------------------------------------------------------------------===//
@@ -144,6 +146,9 @@ int runArtifact(const RunOptions &o, const std::string &path) {
   options.contextLength = o.context;
   std::unique_ptr<runtime::CompiledModel> model =
       runtime::CompiledModel::load(path, options);
+  if (model->manifest().libraries.size() > 1)
+    std::fprintf(stderr, "kiln: using %s\n",
+                 model->stepLibraryChoice().c_str());
   runtime::Tokenizer tokenizer =
       o.tokenizer.empty() ? runtime::Tokenizer(model->tokenizerSpec())
                           : runtime::Tokenizer(readTokenizerFile(o.tokenizer));
@@ -197,11 +202,23 @@ int run(const RunOptions &o) {
 
 int compile(const CompileOptions &o) {
   CompileResult result = compileModel(o);
-  std::error_code ec;
-  uintmax_t bytes = std::filesystem::file_size(result.artifact, ec);
-  std::printf("wrote %s (%.1f MiB) in %.2f s%s\n", result.artifact.c_str(),
-              double(bytes) / (1024.0 * 1024.0), result.seconds,
-              result.fromCache ? " (unchanged: from the compile cache)" : "");
+  std::string targets;
+  if (result.targets.size() > 1)
+    for (const std::string &name : result.targets)
+      targets += (targets.empty() ? " for " : ", ") + name;
+  const char *cached =
+      result.fromCache ? " (unchanged: from the compile cache)" : "";
+  if (!result.artifact.empty()) {
+    std::error_code ec;
+    uintmax_t bytes = std::filesystem::file_size(result.artifact, ec);
+    std::printf("wrote %s%s (%.1f MiB) in %.2f s%s\n", result.artifact.c_str(),
+                targets.c_str(), double(bytes) / (1024.0 * 1024.0),
+                result.seconds, cached);
+  }
+  if (!o.emitSource.empty())
+    std::printf("wrote %zu generated sources%s to %s%s\n",
+                result.sourcesWritten, targets.c_str(), o.emitSource.c_str(),
+                result.artifact.empty() ? cached : "");
   return 0;
 }
 
@@ -513,13 +530,19 @@ int main(int argc, char **argv) {
   CLI::App *compileCmd = app.add_subcommand(
       "compile", "Compile a model into an executable artifact");
   compileCmd
-      ->add_option("model", compileOptions.model, "Model file or directory")
+      ->add_option("model", compileOptions.model,
+                   "Model file or directory, or a .mlir module (kiln import)")
       ->required();
-  compileCmd->add_option("-o,--output", compileOptions.output, "Artifact file")
-      ->required();
+  compileCmd->add_option("-o,--output", compileOptions.output,
+                         "Artifact file (required unless --emit-source)");
   compileCmd->add_option("--target", compileOptions.target,
                          "native (default), portable, avx2, avx512[+bf16], "
-                         "with ,key=value overrides (docs/targets.md)");
+                         "with ,key=value overrides (docs/targets.md); "
+                         "several (portable,avx2,avx512) make one artifact "
+                         "that runs the best this CPU supports");
+  compileCmd->add_option("--emit-source", compileOptions.emitSource,
+                         "Write the generated kernel sources into this "
+                         "directory (a subdirectory per target when several)");
   compileCmd
       ->add_option("--dtype", compileOptions.dtype,
                    "Packed weight type: f32 (default), f16, bf16")
