@@ -70,3 +70,76 @@ WeightsSourceAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "weights_source: the path is empty";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Tiles
+//===----------------------------------------------------------------------===//
+
+/// Every named size positive.
+static LogicalResult
+verifySizes(function_ref<InFlightDiagnostic()> emitError, StringRef what,
+            std::initializer_list<std::pair<StringRef, int64_t>> sizes) {
+  for (auto [name, size] : sizes)
+    if (size < 1)
+      return emitError() << what << " tile size '" << name
+                         << "' must be positive, not " << size;
+  return success();
+}
+
+LogicalResult
+GemmPhaseAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t m,
+                      int64_t n, int64_t k, int64_t mr, int64_t nr) {
+  return verifySizes(emitError, "GEMM",
+                     {{"m", m}, {"n", n}, {"k", k}, {"mr", mr}, {"nr", nr}});
+}
+
+LogicalResult
+AttentionPhaseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           int64_t q, int64_t kv) {
+  return verifySizes(emitError, "attention", {{"q", q}, {"kv", kv}});
+}
+
+LogicalResult
+RowsPhaseAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      int64_t rows) {
+  return verifySizes(emitError, "rows", {{"rows", rows}});
+}
+
+static LogicalResult
+verifyPrefillFrom(function_ref<InFlightDiagnostic()> emitError,
+                  int64_t prefillFrom) {
+  if (prefillFrom < 1)
+    return emitError() << "prefill_from must be positive, not " << prefillFrom;
+  return success();
+}
+
+LogicalResult
+GemmTilesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      GemmPhaseAttr decode, GemmPhaseAttr prefill,
+                      int64_t prefillFrom, StringRef) {
+  if (!decode || !prefill)
+    return emitError() << "GEMM tiles need decode and prefill sizes";
+  // One packed layout serves both phases: the panels are nr rows.
+  if (decode.getNr() != prefill.getNr())
+    return emitError() << "decode nr (" << decode.getNr()
+                       << ") and prefill nr (" << prefill.getNr()
+                       << ") differ: both phases read one packed layout";
+  return verifyPrefillFrom(emitError, prefillFrom);
+}
+
+LogicalResult AttentionTilesAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, AttentionPhaseAttr decode,
+    AttentionPhaseAttr prefill, int64_t prefillFrom, StringRef) {
+  if (!decode || !prefill)
+    return emitError() << "attention tiles need decode and prefill sizes";
+  return verifyPrefillFrom(emitError, prefillFrom);
+}
+
+LogicalResult
+RowsTilesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      RowsPhaseAttr decode, RowsPhaseAttr prefill,
+                      int64_t prefillFrom, StringRef) {
+  if (!decode || !prefill)
+    return emitError() << "rows tiles need decode and prefill sizes";
+  return verifyPrefillFrom(emitError, prefillFrom);
+}

@@ -1,7 +1,7 @@
 //===- KilnAttrs.td - Attributes of the kiln dialect -------*- tablegen -*-===//
 //
 // Part of Kiln. Enums and attributes: rope layout and scaling, epilogue
-// activations, and the module's weights source.
+// activations, the module's weights source, and the tiles of compute ops.
 //
 //===----------------------------------------------------------------------===//
 
@@ -162,6 +162,79 @@ def Kiln_WeightsSourceAttr : Kiln_Attr<"WeightsSource", "weights_source"> {
                         StringRefParameter<"path to the weights">:$path);
   let assemblyFormat = "`<` $format `,` $path `>`";
   let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tiles (kiln.tiles): the seam between tiling and code generation
+//===----------------------------------------------------------------------===//
+
+def Kiln_GemmPhaseAttr : Kiln_Attr<"GemmPhase", "gemm_phase"> {
+  let summary = "block sizes of a GEMM in one phase";
+  let description = [{
+    For `y[M, N] = x[M, K] · W[N, K]ᵀ`: `m` rows per block, `n` columns per
+    task (whole panels; threads split n), `k` the reduction block, and the
+    `mr x nr` register block (`nr` is also the packed panel width). All
+    positive.
+  }];
+  let parameters = (ins "int64_t":$m, "int64_t":$n, "int64_t":$k,
+                        "int64_t":$mr, "int64_t":$nr);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Kiln_AttentionPhaseAttr : Kiln_Attr<"AttentionPhase", "attention_phase"> {
+  let summary = "block sizes of attention in one phase";
+  let description = [{
+    `q` query tokens per job (jobs of (q tokens, head) run on threads) and
+    `kv` cached positions per online-softmax block. Both positive.
+  }];
+  let parameters = (ins "int64_t":$q, "int64_t":$kv);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Kiln_RowsPhaseAttr : Kiln_Attr<"RowsPhase", "rows_phase"> {
+  let summary = "rows per task of a row-wise op in one phase";
+  let description = [{
+    `rows` rows per task of a norm (tasks run on threads). Positive.
+  }];
+  let parameters = (ins "int64_t":$rows);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+class Kiln_TilesAttr<string name, string attrMnemonic, string phase,
+                     string what>
+    : Kiln_Attr<name, attrMnemonic> {
+  let summary = "tiles of " # what # " for decode and prefill";
+  let description = [{
+    The value of `kiln.tiles`, written by `--kiln-tile`
+    (passes/TileOps.cpp) and read by code generation
+    (docs/passes/tiling.md, "What code generation reads"): the `decode`
+    sizes below `prefill_from` tokens (rows) in a step, the `prefill` sizes
+    from there, and where the sizes came from (`source`: the target, then
+    any tuning-file lines that applied). `prefill_from` is positive.
+  }];
+  let parameters = (ins phase:$decode, phase:$prefill, "int64_t":$prefill_from,
+                        StringRefParameter<"where the sizes come from">:$source);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Kiln_GemmTilesAttr
+    : Kiln_TilesAttr<"GemmTiles", "gemm_tiles", "GemmPhaseAttr",
+                     "a GEMM (matmul, fused_matmul, swiglu)"> {
+  let summary = "tiles of a GEMM for decode and prefill";
+}
+def Kiln_AttentionTilesAttr
+    : Kiln_TilesAttr<"AttentionTiles", "attention_tiles", "AttentionPhaseAttr",
+                     "attention"> {
+  let summary = "tiles of attention for decode and prefill";
+}
+def Kiln_RowsTilesAttr
+    : Kiln_TilesAttr<"RowsTiles", "rows_tiles", "RowsPhaseAttr",
+                     "a norm"> {
+  let summary = "tiles of a row-wise op for decode and prefill";
 }
 
 #endif // KILN_IR_KILNATTRS_TD

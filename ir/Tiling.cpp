@@ -6,8 +6,11 @@
 
 #include "ir/Tiling.h"
 
+#include "ir/KilnAttrs.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 
@@ -26,57 +29,67 @@ llvm::ArrayRef<llvm::StringLiteral> tileSizeNames(llvm::StringRef kind) {
   return {};
 }
 
-static LogicalResult verifyPhase(Operation *op, StringRef kind,
-                                 DictionaryAttr tiles, StringRef phase) {
-  auto dict = tiles.getAs<DictionaryAttr>(phase);
-  auto error = [&]() {
-    return op->emitError() << "'" << kTilesAttrName << "' " << phase << ": ";
-  };
-  if (!dict)
-    return error() << "missing (a dictionary of " << kind << " tile sizes)";
-  for (StringRef name : tileSizeNames(kind)) {
-    auto size = dict.getAs<IntegerAttr>(name);
-    if (!size || size.getInt() < 1)
-      return error() << "size '" << name << "' must be a positive integer";
-  }
-  // Nothing else: every entry is a size code generation reads (the loop
-  // order and the parallel loop are fixed per kind, docs/passes/tiling.md).
-  for (NamedAttribute entry : dict)
-    if (!llvm::is_contained(tileSizeNames(kind), entry.getName().getValue()))
-      return error() << "'" << entry.getName().getValue() << "' is not a "
-                     << kind << " tile size";
-  return success();
+LogicalResult verifyTilesAttr(Operation *op, Attribute attr) {
+  // The attributes verify their own sizes; here, that it is one of them.
+  if (isa<GemmTilesAttr, AttentionTilesAttr, RowsTilesAttr>(attr))
+    return success();
+  return op->emitError() << "'" << kTilesAttrName
+                         << "' must be a #kiln.gemm_tiles, "
+                            "#kiln.attention_tiles or #kiln.rows_tiles, not "
+                         << attr;
 }
 
-LogicalResult verifyTilesAttr(Operation *op, Attribute attr) {
-  auto tiles = dyn_cast<DictionaryAttr>(attr);
-  if (!tiles)
-    return op->emitError() << "'" << kTilesAttrName << "' must be a dictionary";
-  auto kind = tiles.getAs<StringAttr>("kind");
-  if (!kind || tileSizeNames(kind.getValue()).empty())
-    return op->emitError() << "'" << kTilesAttrName
-                           << "' kind must be \"gemm\", \"attention\" or "
-                              "\"rows\"";
-  for (StringRef phase : {"decode", "prefill"})
-    if (failed(verifyPhase(op, kind.getValue(), tiles, phase)))
-      return failure();
-  auto from = tiles.getAs<IntegerAttr>("prefill_from");
-  if (!from || from.getInt() < 1)
-    return op->emitError() << "'" << kTilesAttrName
-                           << "' prefill_from must be a positive integer";
-  return success();
+/// The size `name` of one phase.
+static std::optional<int64_t> phaseSize(Attribute phase, StringRef name) {
+  return llvm::TypeSwitch<Attribute, std::optional<int64_t>>(phase)
+      .Case([&](GemmPhaseAttr p) -> std::optional<int64_t> {
+        if (name == "m")
+          return p.getM();
+        if (name == "n")
+          return p.getN();
+        if (name == "k")
+          return p.getK();
+        if (name == "mr")
+          return p.getMr();
+        if (name == "nr")
+          return p.getNr();
+        return std::nullopt;
+      })
+      .Case([&](AttentionPhaseAttr p) -> std::optional<int64_t> {
+        if (name == "q")
+          return p.getQ();
+        if (name == "kv")
+          return p.getKv();
+        return std::nullopt;
+      })
+      .Case([&](RowsPhaseAttr p) -> std::optional<int64_t> {
+        if (name == "rows")
+          return p.getRows();
+        return std::nullopt;
+      })
+      .Default([](Attribute) { return std::nullopt; });
 }
 
 std::optional<int64_t> getTileSize(Operation *op, StringRef phase,
                                    StringRef name) {
-  auto tiles = op->getAttrOfType<DictionaryAttr>(kTilesAttrName);
-  if (!tiles)
-    return std::nullopt;
-  auto dict = tiles.getAs<DictionaryAttr>(phase);
-  auto size = dict ? dict.getAs<IntegerAttr>(name) : IntegerAttr();
-  if (!size)
-    return std::nullopt;
-  return size.getInt();
+  Attribute tiles = op->getAttr(kTilesAttrName);
+  auto pick = [&](auto t) -> Attribute {
+    return phase == "decode" ? Attribute(t.getDecode())
+                             : Attribute(t.getPrefill());
+  };
+  Attribute chosen =
+      llvm::TypeSwitch<Attribute, Attribute>(tiles)
+          .Case<GemmTilesAttr, AttentionTilesAttr, RowsTilesAttr>(pick)
+          .Default([](Attribute) { return Attribute(); });
+  return chosen ? phaseSize(chosen, name) : std::nullopt;
+}
+
+std::optional<int64_t> getPrefillFrom(Operation *op) {
+  return llvm::TypeSwitch<Attribute, std::optional<int64_t>>(
+             op->getAttr(kTilesAttrName))
+      .Case<GemmTilesAttr, AttentionTilesAttr, RowsTilesAttr>(
+          [](auto t) -> std::optional<int64_t> { return t.getPrefillFrom(); })
+      .Default([](Attribute) { return std::nullopt; });
 }
 
 } // namespace kiln

@@ -12,6 +12,7 @@
 #include "passes/TuningFile.h"
 #include "passes/target/TargetDescription.h"
 
+#include "ir/KilnAttrs.h"
 #include "ir/KilnDialect.h"
 #include "ir/KilnOps.h"
 #include "ir/Tiling.h"
@@ -82,13 +83,6 @@ struct Tiles {
         return;
       }
     sizes.push_back({name.str(), value});
-  }
-
-  DictionaryAttr toAttr(Builder &b) const {
-    SmallVector<NamedAttribute> entries;
-    for (auto &[key, size] : sizes)
-      entries.push_back(b.getNamedAttr(key, b.getI64IntegerAttr(size)));
-    return b.getDictionaryAttr(entries);
   }
 };
 
@@ -263,6 +257,45 @@ TileChoice chooseGemmCuda(const target::CudaTarget &gpu, int64_t n, int64_t k,
 // The pass
 //===----------------------------------------------------------------------===//
 
+/// `tiles` as its kind's typed attribute, or null after an error at `op`
+/// (a size the attribute's verifier rejects, e.g. from a tuning file).
+Attribute tilesAttr(Operation *op, const TileChoice &tiles, StringRef source) {
+  MLIRContext *ctx = op->getContext();
+  auto emitError = [&]() { return op->emitError() << "kiln-tile: "; };
+  auto get = [](const Tiles &t, StringRef name) { return t.get(name); };
+  if (tiles.kind == "gemm") {
+    auto phase = [&](const Tiles &t) {
+      return GemmPhaseAttr::getChecked(emitError, ctx, get(t, "m"), get(t, "n"),
+                                       get(t, "k"), get(t, "mr"), get(t, "nr"));
+    };
+    GemmPhaseAttr decode = phase(tiles.decode), prefill = phase(tiles.prefill);
+    if (!decode || !prefill)
+      return {};
+    return GemmTilesAttr::getChecked(emitError, ctx, decode, prefill,
+                                     tiles.prefillFrom, source);
+  }
+  if (tiles.kind == "attention") {
+    auto phase = [&](const Tiles &t) {
+      return AttentionPhaseAttr::getChecked(emitError, ctx, get(t, "q"),
+                                            get(t, "kv"));
+    };
+    AttentionPhaseAttr decode = phase(tiles.decode),
+                       prefill = phase(tiles.prefill);
+    if (!decode || !prefill)
+      return {};
+    return AttentionTilesAttr::getChecked(emitError, ctx, decode, prefill,
+                                          tiles.prefillFrom, source);
+  }
+  auto phase = [&](const Tiles &t) {
+    return RowsPhaseAttr::getChecked(emitError, ctx, get(t, "rows"));
+  };
+  RowsPhaseAttr decode = phase(tiles.decode), prefill = phase(tiles.prefill);
+  if (!decode || !prefill)
+    return {};
+  return RowsTilesAttr::getChecked(emitError, ctx, decode, prefill,
+                                   tiles.prefillFrom, source);
+}
+
 /// What the tuning file matches an op on.
 struct OpKey {
   StringRef kind; // matmul, swiglu, attention, norm
@@ -322,16 +355,12 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
       // rows is there (below that the streaming GEMV wins).
       if (tiles.kind == "gemm")
         tiles.prefillFrom = tiles.prefill.get("mr");
-      op->setAttr(kTilesAttrName,
-                  b.getDictionaryAttr({
-                      b.getNamedAttr("kind", b.getStringAttr(tiles.kind)),
-                      b.getNamedAttr("decode", tiles.decode.toAttr(b)),
-                      b.getNamedAttr("prefill", tiles.prefill.toAttr(b)),
-                      b.getNamedAttr("prefill_from",
-                                     b.getI64IntegerAttr(tiles.prefillFrom)),
-                      b.getNamedAttr("source", b.getStringAttr(source)),
-                  }));
-      ok &= succeeded(verifyTilesAttr(op, op->getAttr(kTilesAttrName)));
+      Attribute attr = tilesAttr(op, tiles, source);
+      if (!attr) {
+        ok = false;
+        return;
+      }
+      op->setAttr(kTilesAttrName, attr);
     });
     if (!ok)
       signalPassFailure();

@@ -366,23 +366,18 @@ static int64_t tile(Operation *op, StringRef phase, StringRef name) {
 /// The row count from which `op`'s prefill tiles apply (kiln.tiles'
 /// prefill_from); throws if absent.
 static int64_t prefillFrom(Operation *op) {
-  auto tiles = op->getAttrOfType<DictionaryAttr>(kTilesAttrName);
-  auto from = tiles ? tiles.getAs<IntegerAttr>("prefill_from") : IntegerAttr();
+  std::optional<int64_t> from = getPrefillFrom(op);
   if (!from)
-    unsupported(op, "no kiln.tiles prefill_from (run --kiln-pipeline before "
-                    "code generation)");
-  return from.getInt();
+    unsupported(op, "no kiln.tiles (run --kiln-pipeline before code "
+                    "generation)");
+  return *from;
 }
 
 static std::string tilesSummary(Operation *op) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  if (auto tiles = op->getAttrOfType<DictionaryAttr>(kTilesAttrName)) {
-    os << "tiles: decode " << tiles.get("decode") << ", prefill "
-       << tiles.get("prefill");
-    if (auto from = tiles.getAs<IntegerAttr>("prefill_from"))
-      os << " from " << from.getInt() << " rows";
-  }
+  if (Attribute tiles = op->getAttr(kTilesAttrName))
+    os << "tiles " << tiles;
   return text;
 }
 

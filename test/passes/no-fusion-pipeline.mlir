@@ -13,20 +13,20 @@
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: kiln.memory_plan = {alignment = 64 : i64, arena_bytes = {{[0-9]+}} : i64, context_length = 32 : i64, max_tokens = 64 : i64
 // CHECK: kiln.rms_norm {{.*}}kiln.tiles =
-// CHECK: kiln.matmul {{.*}}kiln.tiles = {{{.*}}kind = "gemm"
+// CHECK: kiln.matmul {{.*}}kiln.tiles = #kiln.gemm_tiles<
 // CHECK: kiln.kv_read
 // CHECK: kiln.attention_scores {{.*}}kiln.buffers =
 // CHECK: kiln.scale
 // CHECK: kiln.attention_mask
 // CHECK: kiln.softmax
 // CHECK: kiln.attention_output
-// CHECK: kiln.matmul {{.*}}kiln.tiles = {{{.*}}kind = "gemm"
+// CHECK: kiln.matmul {{.*}}kiln.tiles = #kiln.gemm_tiles<
 // CHECK: kiln.add {{.*}}kiln.buffers =
 // CHECK: kiln.silu
 // CHECK: kiln.mul
-// CHECK: kiln.matmul {{.*}}kiln.tiles = {{{.*}}kind = "gemm"
+// CHECK: kiln.matmul {{.*}}kiln.tiles = #kiln.gemm_tiles<
 // CHECK: kiln.add
-// CHECK: kiln.matmul {{.*}}kiln.tiles = {{{.*}}kind = "gemm"
+// CHECK: kiln.matmul {{.*}}kiln.tiles = #kiln.gemm_tiles<
 // CHECK: return
 
 // With fusion (the default), the same step becomes fused ops.

@@ -17,15 +17,15 @@
 
 // AVX2:      module attributes {kiln.target = "avx2,cores=8,l1d=32KiB,l2=512KiB,l3=32MiB"}
 // AVX2-LABEL: func @matmul_odd
-// AVX2: kiln.matmul {{.*}}kiln.tiles = {decode = {k = 100 : i64, m = 6 : i64, mr = 6 : i64, n = 16 : i64, nr = 16 : i64}, kind = "gemm", prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 32 : i64, nr = 16 : i64}, prefill_from = 6 : i64, source = "target avx2"}
+// AVX2: kiln.matmul {{.*}}kiln.tiles = #kiln.gemm_tiles<decode = <m = 6, n = 16, k = 100, mr = 6, nr = 16>, prefill = <m = 516, n = 32, k = 100, mr = 6, nr = 16>, prefill_from = 6, source = "target avx2">
 // AVX512-LABEL: func @matmul_odd
-// AVX512: kiln.matmul {{.*}}decode = {k = 100 : i64, m = 6 : i64, mr = 6 : i64, n = 64 : i64, nr = 64 : i64}{{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 64 : i64, nr = 64 : i64}{{.*}}prefill_from = 6
+// AVX512: kiln.matmul {{.*}}decode = <m = 6, n = 64, k = 100, mr = 6, nr = 64>{{.*}}prefill = <m = 516, n = 64, k = 100, mr = 6, nr = 64>{{.*}}prefill_from = 6
 // PORTABLE-LABEL: func @matmul_odd
-// PORTABLE: kiln.matmul {{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 48 : i64, nr = 8 : i64}
+// PORTABLE: kiln.matmul {{.*}}prefill = <m = 516, n = 48, k = 100, mr = 6, nr = 8>
 // SM90-LABEL: func @matmul_odd
-// SM90: kiln.matmul {{.*}}prefill = {k = 100 : i64, m = 64 : i64, mr = 8 : i64, n = 128 : i64, nr = 8 : i64
+// SM90: kiln.matmul {{.*}}prefill = <m = 64, n = 128, k = 100, mr = 8, nr = 8>
 // SMALL-LABEL: func @matmul_odd
-// SMALL: kiln.matmul {{.*}}decode = {k = 100 : i64, m = 6 : i64, mr = 6 : i64, n = 32 : i64, {{.*}}prefill = {k = 100 : i64, m = 66 : i64, mr = 6 : i64, n = 96 : i64,
+// SMALL: kiln.matmul {{.*}}decode = <m = 6, n = 32, k = 100, mr = 6, {{.*}}prefill = <m = 66, n = 96, k = 100, mr = 6,
 func.func @matmul_odd(%x: tensor<?x100xf32>, %w: tensor<172x100xf32>) -> tensor<?x172xf32> {
   %y = kiln.matmul %x, %w : (tensor<?x100xf32>, tensor<172x100xf32>) -> tensor<?x172xf32>
   return %y : tensor<?x172xf32>
@@ -38,11 +38,11 @@ func.func @matmul_odd(%x: tensor<?x100xf32>, %w: tensor<172x100xf32>) -> tensor<
 // half the bytes per k.
 
 // AVX2-LABEL: func @swiglu_f16
-// AVX2: kiln.swiglu {{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 40 : i64, nr = 8 : i64}
+// AVX2: kiln.swiglu {{.*}}prefill = <m = 516, n = 40, k = 100, mr = 6, nr = 8>
 // AVX512-LABEL: func @swiglu_f16
-// AVX512: kiln.swiglu {{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 32 : i64, nr = 32 : i64}
+// AVX512: kiln.swiglu {{.*}}prefill = <m = 516, n = 32, k = 100, mr = 6, nr = 32>
 // PORTABLE-LABEL: func @swiglu_f16
-// PORTABLE: kiln.swiglu {{.*}}prefill = {k = 100 : i64, m = 516 : i64, mr = 6 : i64, n = 76 : i64, nr = 4 : i64}
+// PORTABLE: kiln.swiglu {{.*}}prefill = <m = 516, n = 76, k = 100, mr = 6, nr = 4>
 func.func @swiglu_f16(%x: tensor<?x100xf32>, %w1: tensor<300x100xf16>, %w3: tensor<300x100xf16>) -> tensor<?x300xf32> {
   %h = kiln.swiglu %x, %w1, %w3 : tensor<?x100xf32>, tensor<300x100xf16> -> tensor<?x300xf32>
   return %h : tensor<?x300xf32>
@@ -54,9 +54,9 @@ func.func @swiglu_f16(%x: tensor<?x100xf32>, %w1: tensor<300x100xf16>, %w3: tens
 // decode GEMV is blocked so the input slice stays in a quarter of L1.
 
 // AVX2-LABEL: func @matmul_q8_0
-// AVX2: kiln.matmul {{.*}}decode = {k = 2048 : i64, m = 6 : i64, mr = 6 : i64, n = 128 : i64, nr = 16 : i64}{{.*}}prefill = {k = 2048 : i64, m = 30 : i64, mr = 6 : i64, n = 512 : i64, nr = 16 : i64}
+// AVX2: kiln.matmul {{.*}}decode = <m = 6, n = 128, k = 2048, mr = 6, nr = 16>{{.*}}prefill = <m = 30, n = 512, k = 2048, mr = 6, nr = 16>
 // AVX512-LABEL: func @matmul_q8_0
-// AVX512: kiln.matmul {{.*}}decode = {k = 3072 : i64, {{.*}}prefill = {k = 4096 : i64, m = 60 : i64, mr = 6 : i64, n = 128 : i64, nr = 64 : i64}
+// AVX512: kiln.matmul {{.*}}decode = <{{.*}}k = 3072, {{.*}}prefill = <m = 60, n = 128, k = 4096, mr = 6, nr = 64>
 func.func @matmul_q8_0(%x: tensor<?x4096xf32>, %w: tensor<4096x4096x!kiln.q8_0>) -> tensor<?x4096xf32> {
   %y = kiln.matmul %x, %w : (tensor<?x4096xf32>, tensor<4096x4096x!kiln.q8_0>) -> tensor<?x4096xf32>
   return %y : tensor<?x4096xf32>
@@ -72,12 +72,12 @@ func.func @matmul_q8_0(%x: tensor<?x4096xf32>, %w: tensor<4096x4096x!kiln.q8_0>)
 // kv = 113.5 KiB / 512 -> 224, q = 113.5 KiB / (8·64 + 4·224) = 82.
 
 // AVX2-LABEL: func @step
-// AVX2: kiln.rms_norm {{.*}}kiln.tiles = {decode = {rows = 1 : i64}, kind = "rows", prefill = {rows = 64 : i64}, prefill_from = 2 : i64
-// AVX2: kiln.attention {{.*}}kiln.tiles = {decode = {kv = 32 : i64, q = 1 : i64}, kind = "attention", prefill = {kv = 32 : i64, q = 64 : i64}
+// AVX2: kiln.rms_norm {{.*}}kiln.tiles = #kiln.rows_tiles<decode = <rows = 1>, prefill = <rows = 64>, prefill_from = 2
+// AVX2: kiln.attention {{.*}}kiln.tiles = #kiln.attention_tiles<decode = <q = 1, kv = 32>, prefill = <q = 64, kv = 32>
 // AVX512-LABEL: func @step
-// AVX512: kiln.attention {{.*}}decode = {kv = 48 : i64,
+// AVX512: kiln.attention {{.*}}decode = <q = 1, kv = 48>
 // SM90-LABEL: func @step
-// SM90: kiln.attention {{.*}}prefill = {kv = 224 : i64, q = 82 : i64}
+// SM90: kiln.attention {{.*}}prefill = <q = 82, kv = 224>
 func.func @step(%ids: tensor<?xi32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %rows: tensor<?xi32>,
                 %c: !kiln.kv_cache<layers = 1, kv_heads = 2, head_dim = 64, f32>,
                 %x: tensor<?x64xf32>, %g: tensor<64xf32>, %q: tensor<?x4x64xf32>)

@@ -10,10 +10,10 @@
 // (tile-ops.mlir); with it, prefill_from follows the new register block.
 
 // CHECK-LABEL: func @overridden
-// CHECK: kiln.matmul {{.*}}decode = {k = 100 : i64, m = 6 : i64, mr = 6 : i64, n = 64 : i64, nr = 16 : i64}{{.*}}prefill = {k = 32 : i64, m = 516 : i64, mr = 4 : i64, n = 32 : i64, nr = 16 : i64}{{.*}}prefill_from = 4 : i64, source = "target avx2; tuning file {{.*}}tuning.txt:2; tuning file {{.*}}tuning.txt:3"
+// CHECK: kiln.matmul {{.*}}decode = <m = 6, n = 64, k = 100, mr = 6, nr = 16>{{.*}}prefill = <m = 516, n = 32, k = 32, mr = 4, nr = 16>{{.*}}prefill_from = 4, source = "target avx2; tuning file {{.*}}tuning.txt:2; tuning file {{.*}}tuning.txt:3"
 // The other shape gets only the line for every matmul.
-// CHECK: kiln.matmul {{.*}}decode = {k = 64 : i64, m = 6 : i64, mr = 6 : i64, n = 64 : i64, {{.*}}prefill = {k = 64 : i64, {{.*}}mr = 6 : i64, {{.*}}source = "target avx2; tuning file {{.*}}tuning.txt:3"
-// CHECK: kiln.rms_norm {{.*}}prefill = {rows = 3 : i64}
+// CHECK: kiln.matmul {{.*}}decode = <m = 6, n = 64, k = 64, mr = 6, {{.*}}prefill = <{{.*}}k = 64, mr = 6, {{.*}}source = "target avx2; tuning file {{.*}}tuning.txt:3"
+// CHECK: kiln.rms_norm {{.*}}prefill = <rows = 3>
 func.func @overridden(%x: tensor<?x100xf32>, %w: tensor<172x100xf32>, %x2: tensor<?x64xf32>,
                       %w2: tensor<64x64xf32>, %g: tensor<64xf32>) -> (tensor<?x172xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
   %y = kiln.matmul %x, %w : (tensor<?x100xf32>, tensor<172x100xf32>) -> tensor<?x172xf32>
