@@ -45,7 +45,9 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 /// Formats the written sources in the LLVM style when clang-format is
 /// installed (scripts/setup installs it), so the kernels users read are laid
-/// out like the rest of Kiln; keeps the texts in `sources` in step.
+/// out like the rest of Kiln; keeps the texts in `sources` in step. The
+/// step ABI and the kernel library (kernels/*.h) are Kiln's own files,
+/// already formatted: only what the emitter wrote is.
 template <typename PathFn>
 void formatSources(std::vector<SourceFile> &sources, PathFn in) {
   std::optional<std::string> tool;
@@ -56,18 +58,24 @@ void formatSources(std::vector<SourceFile> &sources, PathFn in) {
     }
   if (!tool)
     return;
+  std::vector<size_t> emitted;
   std::vector<std::string> paths;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    llvm::StringRef name = sources[i].name;
+    if (name == "StepABI.h" || name.starts_with("kernels/"))
+      continue;
+    emitted.push_back(i);
+    paths.push_back(in(sources[i].name));
+  }
   std::vector<llvm::StringRef> args = {*tool, "-i", "--style=LLVM"};
-  for (const SourceFile &file : sources)
-    paths.push_back(in(file.name));
   for (const std::string &path : paths)
     args.push_back(path);
   if (llvm::sys::ExecuteAndWait(*tool, args) != 0)
     return; // formatting is a courtesy: unformatted sources compile the same
-  for (size_t i = 0; i < sources.size(); ++i) {
-    std::ifstream file(paths[i], std::ios::binary);
-    sources[i].text.assign(std::istreambuf_iterator<char>(file),
-                           std::istreambuf_iterator<char>());
+  for (size_t j = 0; j < emitted.size(); ++j) {
+    std::ifstream file(paths[j], std::ios::binary);
+    sources[emitted[j]].text.assign(std::istreambuf_iterator<char>(file),
+                                    std::istreambuf_iterator<char>());
   }
 }
 

@@ -171,6 +171,17 @@ chooseStepLibrary(const std::vector<std::vector<std::string>> &required,
   return choice;
 }
 
+void ArtifactManifest::describeLibrary(size_t index) {
+  const StepLibraryManifest &lib = libraries.at(index);
+  library = index;
+  target = lib.target;
+  cpuFeatures = lib.cpuFeatures;
+  weightType = lib.weightType;
+  maxTokens = lib.maxTokens;
+  arenaBytes = lib.arenaBytes;
+  kernels = lib.kernels;
+}
+
 ArtifactManifest parseManifest(const std::string &path, std::string_view text) {
   nlohmann::json json;
   try {
@@ -225,13 +236,7 @@ ArtifactManifest parseManifest(const std::string &path, std::string_view text) {
       m.libraries.push_back(std::move(lib));
     }
   }
-  const StepLibraryManifest &first = m.libraries.front();
-  m.target = first.target;
-  m.cpuFeatures = first.cpuFeatures;
-  m.weightType = first.weightType;
-  m.maxTokens = first.maxTokens;
-  m.arenaBytes = first.arenaBytes;
-  m.kernels = first.kernels;
+  m.describeLibrary(0);
   return m;
 }
 
@@ -251,13 +256,7 @@ CompiledModel::load(const std::string &path,
   auto [index, choice] = pickLibrary(path, info);
   const StepLibraryManifest &lib = info.libraries[index];
   StepLibrary library = StepLibrary::load(file.section(lib.codeSection), path);
-  info.library = index;
-  info.target = lib.target;
-  info.cpuFeatures = lib.cpuFeatures;
-  info.weightType = lib.weightType;
-  info.maxTokens = lib.maxTokens;
-  info.arenaBytes = lib.arenaBytes;
-  info.kernels = lib.kernels;
+  info.describeLibrary(index);
   return std::unique_ptr<CompiledModel>(
       new CompiledModel(std::move(file), std::move(library), std::move(info),
                         std::move(choice), options));

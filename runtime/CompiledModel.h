@@ -57,6 +57,9 @@ struct ArtifactManifest {
   std::vector<StepLibraryManifest> libraries;
   size_t library = 0; ///< the entry of `libraries` the fields above describe
 
+  /// Makes the fields above describe `libraries[index]`.
+  void describeLibrary(size_t index);
+
   int64_t vocabSize = 0, contextLength = 0, layers = 0, kvHeads = 0,
           headDim = 0;
   /// Query heads of attention (heads x head_dim is the width attention

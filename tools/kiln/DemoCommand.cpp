@@ -65,6 +65,7 @@ int runDemo(const DemoOptions &o) {
   compile.model = model;
   compile.output = artifact;
   compile.target = o.target;
+  compile.emitSource = kernels.string();
   CompileResult compiled = compileModel(compile);
   say("compiled " + artifact + " for " + o.target + " in " +
       fixed(compiled.seconds, 1) + " s" +
@@ -76,20 +77,6 @@ int runDemo(const DemoOptions &o) {
   std::unique_ptr<runtime::CompiledModel> loaded =
       runtime::CompiledModel::load(artifact, options);
   const runtime::ArtifactManifest &m = loaded->manifest();
-  fs::create_directories(kernels);
-  int files = 0;
-  for (const auto &[name, text] : runtime::unpackSources(
-           loaded->artifact().section(runtime::section::kSources))) {
-    // Library headers (kernels/*.h) and per-target libraries live in
-    // subdirectories.
-    fs::path file = kernels / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream out(file, std::ios::binary);
-    out << text;
-    if (!out)
-      throw std::runtime_error("cannot write " + file.string());
-    ++files;
-  }
   say("artifact: target " + m.target + ", " + m.weightType + " weights, " +
       std::to_string(m.kernels.size()) + " kernels, arena " +
       fixed(double(m.arenaBytes) / (1024 * 1024), 1) + " MiB for up to " +
@@ -138,7 +125,8 @@ int runDemo(const DemoOptions &o) {
 
   say("the artifact:  " + fs::absolute(artifact).string());
   say("its kernels:   " + fs::absolute(kernels).string() + "/ (" +
-      std::to_string(files) + " files; step.cpp calls them in order)");
+      std::to_string(compiled.sourcesWritten) +
+      " files; step.cpp calls them in order)");
   say("next: kiln run " + artifact + " -p \"...\"; kiln bench " + artifact);
   return 0;
 }
