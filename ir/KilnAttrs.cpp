@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -142,4 +143,54 @@ RowsTilesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!decode || !prefill)
     return emitError() << "rows tiles need decode and prefill sizes";
   return verifyPrefillFrom(emitError, prefillFrom);
+}
+
+//===----------------------------------------------------------------------===//
+// Memory plan
+//===----------------------------------------------------------------------===//
+
+/// Every named byte count or index non-negative.
+static LogicalResult
+verifyNonNegative(function_ref<InFlightDiagnostic()> emitError, StringRef what,
+                  std::initializer_list<std::pair<StringRef, int64_t>> values) {
+  for (auto [name, value] : values)
+    if (value < 0)
+      return emitError() << what << " '" << name
+                         << "' must be non-negative, not " << value;
+  return success();
+}
+
+LogicalResult BufferAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t offset, int64_t bytesFixed,
+                                 int64_t bytesPerToken) {
+  return verifyNonNegative(emitError, "buffer",
+                           {{"offset", offset},
+                            {"bytes_fixed", bytesFixed},
+                            {"bytes_per_token", bytesPerToken}});
+}
+
+LogicalResult
+BufferViewAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t operand) {
+  return verifyNonNegative(emitError, "buffer view", {{"operand", operand}});
+}
+
+LogicalResult
+MemoryPlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t alignment, int64_t maxTokens, int64_t arenaBytes,
+                       int64_t naiveBytes,
+                       std::optional<int64_t> contextLength) {
+  if (alignment < 1 || !llvm::isPowerOf2_64(alignment))
+    return emitError() << "memory plan 'alignment' must be a power of two, not "
+                       << alignment;
+  if (maxTokens < 1)
+    return emitError() << "memory plan 'max_tokens' must be positive, not "
+                       << maxTokens;
+  if (contextLength && *contextLength < 1)
+    return emitError() << "memory plan 'context_length' must be positive "
+                          "(or left out), not "
+                       << *contextLength;
+  return verifyNonNegative(
+      emitError, "memory plan",
+      {{"arena_bytes", arenaBytes}, {"naive_bytes", naiveBytes}});
 }

@@ -1,7 +1,7 @@
 //===- KilnAttrs.h - Attributes of the kiln dialect -------------*- C++ -*-===//
 //
 // Part of Kiln. Enums (rope layout, activation, ...) and attributes (rope
-// scaling, weights source).
+// scaling, weights source, tiles, memory plan).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +11,8 @@
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+
+#include <optional>
 
 #include "ir/KilnEnums.h.inc"
 

@@ -1,7 +1,8 @@
 //===- KilnAttrs.td - Attributes of the kiln dialect -------*- tablegen -*-===//
 //
 // Part of Kiln. Enums and attributes: rope layout and scaling, epilogue
-// activations, the module's weights source, and the tiles of compute ops.
+// activations, the module's weights source, the tiles of compute ops and
+// the memory plan of a step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,12 @@ class Kiln_F64Parameter<string desc, string default = "">
   }() }];
   let printer = [{ $_printer.printFloat($_self) }];
   let defaultValue = default;
+}
+
+// An integer that may be absent: printed only when present.
+class Kiln_OptionalI64Parameter<string desc>
+    : OptionalParameter<"std::optional<int64_t>", desc> {
+  let printer = [{ $_printer << *$_self }];
 }
 
 class Kiln_Attr<string name, string attrMnemonic, list<Trait> traits = []>
@@ -235,6 +242,113 @@ def Kiln_RowsTilesAttr
     : Kiln_TilesAttr<"RowsTiles", "rows_tiles", "RowsPhaseAttr",
                      "a norm"> {
   let summary = "tiles of a row-wise op for decode and prefill";
+}
+
+//===----------------------------------------------------------------------===//
+// Memory plan (kiln.buffers, kiln.memory_plan): the seam between memory
+// planning and code generation
+//===----------------------------------------------------------------------===//
+
+def Kiln_BufferAttr : Kiln_Attr<"Buffer", "buffer"> {
+  let summary = "arena storage of one step activation";
+  let description = [{
+    An entry of `kiln.buffers`, the array with one entry per result that
+    `--kiln-plan-memory` (passes/PlanMemory.cpp) writes on each op with a
+    planned result: the result has storage of its own in the step's arena.
+    `offset` is its start, in bytes from the arena's start (a multiple of the
+    plan's `alignment`); at `T` tokens it takes
+    `bytes_per_token · T + bytes_fixed` bytes. All three are non-negative, so
+    a buffer never shrinks as `T` grows and offsets planned at the plan's
+    `max_tokens` hold for every smaller step.
+
+    Code generation (codegen/cpu/CpuStepEmitter.cpp) addresses the result at
+    `arena + offset`; `--kiln-print-memory-plan` reads the offset and checks
+    the sizes against the IR (docs/passes/memory-planning.md).
+
+    ```mlir
+    %x = kiln.silu %e {kiln.buffers = [
+        #kiln.buffer<offset = 32768, bytes_fixed = 0, bytes_per_token = 64>]}
+        : tensor<?x16xf32>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"int64_t", "bytes from the arena's start">:$offset,
+    AttrParameter<"int64_t", "bytes at any token count">:$bytes_fixed,
+    AttrParameter<"int64_t", "bytes added by each token">:$bytes_per_token
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Bytes of the buffer at `tokens` tokens.
+    int64_t bytesAt(int64_t tokens) const {
+      return getBytesPerToken() * tokens + getBytesFixed();
+    }
+  }];
+}
+
+def Kiln_BufferViewAttr : Kiln_Attr<"BufferView", "buffer_view"> {
+  let summary = "a step activation that shares an operand's storage";
+  let description = [{
+    An entry of `kiln.buffers` (see `#kiln.buffer`) for a result that has no
+    storage of its own: it is operand `operand` of its op (0-based) under
+    another type, in that operand's buffer. `--kiln-plan-memory` writes it
+    for `kiln.reshape`, which reinterprets row-major elements. The view's
+    uses keep the operand's buffer live; code generation points the result at
+    the operand's storage. The dialect checks that the operand exists and is
+    a ranked tensor.
+
+    ```mlir
+    %k = kiln.reshape %x {kiln.buffers = [#kiln.buffer_view<operand = 0>]}
+        : tensor<?x16xf32> -> tensor<?x4x4xf32>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"int64_t", "number of the operand whose storage it is">:
+        $operand
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Kiln_MemoryPlanAttr : Kiln_Attr<"MemoryPlan", "memory_plan"> {
+  let summary = "arena layout of a step function's activations";
+  let description = [{
+    The value of `kiln.memory_plan` on a `kiln.step` function, written by
+    `--kiln-plan-memory` with the `kiln.buffers` of its ops:
+
+    - `alignment`: every buffer's offset is a multiple of it, and every
+      buffer is padded to it (a power of two; 64, one cache line);
+    - `max_tokens`: the token count the offsets were planned at; they are
+      valid for every step of 1 to `max_tokens` tokens (positive);
+    - `arena_bytes`: the arena at `max_tokens` tokens, the end of the
+      furthest buffer; an executor allocates this much for activations;
+    - `naive_bytes`: the sum of all buffers allocated each on its own (padded
+      the same way), for comparison;
+    - `context_length` (omitted when none): the bound on cached positions the
+      sizes of `[T, S, ...]` activations were computed with (positive).
+
+    Code generation reads `max_tokens` and `arena_bytes`;
+    `--kiln-print-memory-plan` reads `max_tokens` and `context_length`
+    (docs/passes/memory-planning.md). The reference interpreter ignores it.
+
+    ```mlir
+    func.func @step(...) attributes {kiln.step, kiln.memory_plan =
+        #kiln.memory_plan<alignment = 64, max_tokens = 512,
+                          arena_bytes = 65536, naive_bytes = 147456,
+                          context_length = 512>}
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"int64_t", "bytes every offset is a multiple of">:$alignment,
+    AttrParameter<"int64_t", "token count the offsets are planned at">:
+        $max_tokens,
+    AttrParameter<"int64_t", "arena bytes at max_tokens">:$arena_bytes,
+    AttrParameter<"int64_t", "bytes of all buffers allocated separately">:
+        $naive_bytes,
+    Kiln_OptionalI64Parameter<"bound on cached positions">:$context_length
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
 }
 
 #endif // KILN_IR_KILNATTRS_TD

@@ -2,13 +2,14 @@
 //
 // Part of Kiln. Dialect registration and the verifier of the dialect's
 // discardable attributes (`kiln.step`, `kiln.weights_source`,
-// `kiln.fuse_required`).
+// `kiln.fuse_required`, the tiles and the memory plan).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/KilnDialect.h"
 
 #include "ir/KilnOps.h"
+#include "ir/MemoryPlanAttrs.h"
 #include "ir/StepContract.h"
 #include "ir/Tiling.h"
 
@@ -73,22 +74,11 @@ LogicalResult KilnDialect::verifyOperationAttribute(Operation *op,
   }
 
   // The memory plan, written by --kiln-plan-memory for code generation
-  // (docs/passes/memory-planning.md); the pass checks the entries.
-  if (name == "kiln.buffers") {
-    auto entries = dyn_cast<ArrayAttr>(attr.getValue());
-    if (!entries || entries.size() != op->getNumResults() ||
-        !llvm::all_of(entries, llvm::IsaPred<DictionaryAttr>))
-      return op->emitError() << "'kiln.buffers' must be an array with one "
-                                "dictionary per result";
-    return success();
-  }
-  if (name == "kiln.memory_plan") {
-    if (!isa<DictionaryAttr>(attr.getValue()) || !op->hasAttr(kStepAttrName))
-      return op->emitError()
-             << "'kiln.memory_plan' must be a dictionary on a kiln.step "
-                "function";
-    return success();
-  }
+  // (docs/passes/memory-planning.md).
+  if (name == kBuffersAttrName)
+    return verifyBuffersAttr(op, attr.getValue());
+  if (name == kMemoryPlanAttrName)
+    return verifyMemoryPlanAttr(op, attr.getValue());
 
   // Loop structure for code generation, written by --kiln-tile.
   if (name == kTilesAttrName)

@@ -286,7 +286,7 @@ kiln::analyzeStepBuffers(func::FuncOp step,
         if (auto it = plan.bufferOf.find(reshape.getInput());
             it != plan.bufferOf.end()) {
           plan.bufferOf[result] = it->second;
-          plan.views.insert(result);
+          plan.views[result] = reshape.getInputMutable().getOperandNumber();
           continue;
         }
       }
@@ -368,15 +368,4 @@ int64_t kiln::liveBytesBound(ArrayRef<StepBuffer> buffers, int64_t tokens) {
   for (int64_t d : delta)
     most = std::max(most, live += d);
   return most;
-}
-
-DictionaryAttr kiln::getBufferAttr(Value value) {
-  auto result = dyn_cast<OpResult>(value);
-  if (!result)
-    return {};
-  auto all = result.getOwner()->getAttrOfType<ArrayAttr>(kBuffersAttrName);
-  if (!all || all.size() != result.getOwner()->getNumResults())
-    return {};
-  auto entry = dyn_cast<DictionaryAttr>(all[result.getResultNumber()]);
-  return entry && !entry.empty() ? entry : DictionaryAttr();
 }

@@ -4,12 +4,15 @@
 // `--kiln-print-memory-plan` (docs/passes/memory-planning.md): which values
 // of a step function need storage of their own, how many bytes each needs as
 // a function of the step's token count T, when each is live, and where in
-// one arena each goes.
+// one arena each goes. The plan is recorded in typed attributes
+// (`kiln.buffers`, `kiln.memory_plan`: ir/MemoryPlanAttrs.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_PASSES_MEMORYPLAN_H
 #define KILN_PASSES_MEMORYPLAN_H
+
+#include "ir/MemoryPlanAttrs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -21,16 +24,9 @@
 
 namespace kiln {
 
-/// On every op with a planned result: an array with one dictionary per
-/// result, `{bytes_fixed, bytes_per_token, offset}` (plus `view` for a result
-/// that shares its operand's storage), `{}` for a result that is not planned.
-constexpr llvm::StringLiteral kBuffersAttrName = "kiln.buffers";
-/// On the step function: `{alignment, arena_bytes, context_length,
-/// max_tokens, naive_bytes}`.
-constexpr llvm::StringLiteral kMemoryPlanAttrName = "kiln.memory_plan";
 /// Every offset is a multiple of this, and every buffer is padded to it, so
 /// that kernels can use aligned vector loads (one cache line, one AVX-512
-/// register).
+/// register). The plan records it as its `alignment`.
 constexpr int64_t kBufferAlignment = 64;
 
 inline int64_t alignBytes(int64_t bytes) {
@@ -75,8 +71,9 @@ struct StepBuffers {
   llvm::SmallVector<StepBuffer> buffers;
   /// Every planned value, buffer owners and views alike, to its buffer.
   llvm::DenseMap<mlir::Value, unsigned> bufferOf;
-  /// The values that are views of their operand (kiln.reshape results).
-  llvm::DenseSet<mlir::Value> views;
+  /// The values that are views of an operand (kiln.reshape results), to the
+  /// number of that operand.
+  llvm::DenseMap<mlir::Value, unsigned> views;
   unsigned numOps = 0;
 };
 
@@ -101,10 +98,6 @@ int64_t arenaBytes(llvm::ArrayRef<StepBuffer> buffers, int64_t tokens);
 int64_t naiveBytes(llvm::ArrayRef<StepBuffer> buffers, int64_t tokens);
 /// The most bytes live at once, at `tokens`: no placement can do better.
 int64_t liveBytesBound(llvm::ArrayRef<StepBuffer> buffers, int64_t tokens);
-
-/// The `kiln.buffers` entry of `value`'s result: its dictionary, or null if
-/// the op has none or the entry is empty.
-mlir::DictionaryAttr getBufferAttr(mlir::Value value);
 
 } // namespace kiln
 

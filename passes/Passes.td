@@ -263,11 +263,13 @@ def PlanMemory : Pass<"kiln-plan-memory", "::mlir::func::FuncOp"> {
     same time: deterministic for a given IR. Sizes never decrease with T, so
     the offsets stay valid for every step of up to `max-tokens` tokens.
 
-    Records `kiln.buffers` on each op with a planned result (one dictionary
-    per result: `offset`, `bytes_per_token`, `bytes_fixed`, and `view` on a
-    view) and `kiln.memory_plan` on the step (`max_tokens`, `arena_bytes`,
-    `naive_bytes`, `alignment`, `context_length`). A function that is not a
-    step, or an activation whose size cannot be bounded, is an error.
+    Records `kiln.buffers` on each op with a planned result (one entry per
+    result: a `#kiln.buffer<offset, bytes_fixed, bytes_per_token>`, a
+    `#kiln.buffer_view<operand>` for a view, `unit` for a result without
+    storage) and a `#kiln.memory_plan<alignment, max_tokens, arena_bytes,
+    naive_bytes, context_length>` on the step as `kiln.memory_plan`
+    (ir/KilnAttrs.td). A function that is not a step, or an activation whose
+    size cannot be bounded, is an error.
     See docs/passes/memory-planning.md.
   }];
   let options = [

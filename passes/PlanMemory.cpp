@@ -23,28 +23,14 @@ using namespace kiln;
 
 namespace {
 
-/// The dictionary that describes one planned result: where its storage
-/// starts and how large it is at T tokens; `view` if that storage is its
-/// operand's (the offset and size are then the operand's buffer's).
-static DictionaryAttr bufferEntry(Builder &b, const StepBuffer &buffer,
-                                  bool view) {
-  SmallVector<NamedAttribute> entries = {
-      b.getNamedAttr("bytes_fixed",
-                     b.getI64IntegerAttr(buffer.size.bytesFixed)),
-      b.getNamedAttr("bytes_per_token",
-                     b.getI64IntegerAttr(buffer.size.bytesPerToken)),
-      b.getNamedAttr("offset", b.getI64IntegerAttr(buffer.offset))};
-  if (view)
-    entries.push_back(b.getNamedAttr("view", b.getUnitAttr()));
-  return b.getDictionaryAttr(entries);
-}
-
 /// Writes `kiln.buffers` on every op with a planned result (replacing any
-/// earlier plan) and `kiln.memory_plan` on the step.
+/// earlier plan; `unit` for a result without storage) and `kiln.memory_plan`
+/// on the step.
 static void recordPlan(func::FuncOp step, const StepBuffers &plan,
                        int64_t maxTokens,
                        std::optional<int64_t> contextLength) {
-  Builder b(step.getContext());
+  MLIRContext *context = step.getContext();
+  Builder b(context);
   for (Operation &op : step.getBody().front()) {
     op.removeAttr(kBuffersAttrName);
     SmallVector<Attribute> entries;
@@ -52,28 +38,29 @@ static void recordPlan(func::FuncOp step, const StepBuffers &plan,
     for (Value result : op.getResults()) {
       auto it = plan.bufferOf.find(result);
       if (it == plan.bufferOf.end()) {
-        entries.push_back(b.getDictionaryAttr({}));
+        entries.push_back(b.getUnitAttr());
         continue;
       }
-      entries.push_back(bufferEntry(b, plan.buffers[it->second],
-                                    plan.views.contains(result)));
+      // A view names the operand whose storage it shares.
+      if (auto view = plan.views.find(result); view != plan.views.end()) {
+        entries.push_back(BufferViewAttr::get(context, view->second));
+      } else {
+        const StepBuffer &buffer = plan.buffers[it->second];
+        entries.push_back(BufferAttr::get(context, buffer.offset,
+                                          buffer.size.bytesFixed,
+                                          buffer.size.bytesPerToken));
+      }
       any = true;
     }
     if (any)
       op.setAttr(kBuffersAttrName, b.getArrayAttr(entries));
   }
 
-  SmallVector<NamedAttribute> summary = {
-      b.getNamedAttr("alignment", b.getI64IntegerAttr(kBufferAlignment)),
-      b.getNamedAttr("arena_bytes",
-                     b.getI64IntegerAttr(arenaBytes(plan.buffers, maxTokens))),
-      b.getNamedAttr("max_tokens", b.getI64IntegerAttr(maxTokens)),
-      b.getNamedAttr("naive_bytes",
-                     b.getI64IntegerAttr(naiveBytes(plan.buffers, maxTokens)))};
-  if (contextLength)
-    summary.push_back(
-        b.getNamedAttr("context_length", b.getI64IntegerAttr(*contextLength)));
-  step->setAttr(kMemoryPlanAttrName, b.getDictionaryAttr(summary));
+  step->setAttr(kMemoryPlanAttrName,
+                MemoryPlanAttr::get(context, kBufferAlignment, maxTokens,
+                                    arenaBytes(plan.buffers, maxTokens),
+                                    naiveBytes(plan.buffers, maxTokens),
+                                    contextLength));
 }
 
 struct PlanMemoryPass : kiln::impl::PlanMemoryBase<PlanMemoryPass> {

@@ -28,13 +28,6 @@ using namespace kiln;
 
 namespace {
 
-/// An integer entry of a plan dictionary, or nullopt.
-static std::optional<int64_t> getInt(DictionaryAttr dict, StringRef name) {
-  if (auto value = dict ? dict.getAs<IntegerAttr>(name) : IntegerAttr())
-    return value.getInt();
-  return std::nullopt;
-}
-
 /// A short form of `loc` for one table cell: the name of a NameLoc (the
 /// importer names ops after their weights), file:line:col, and for a fused
 /// op's location its first part and how many others it has.
@@ -69,45 +62,58 @@ struct PrintMemoryPlanPass
 
   void runOnOperation() override {
     func::FuncOp step = getOperation();
-    auto summary = step->getAttrOfType<DictionaryAttr>(kMemoryPlanAttrName);
-    std::optional<int64_t> maxTokens = getInt(summary, "max_tokens");
-    if (!maxTokens) {
+    MemoryPlanAttr summary = getMemoryPlan(step);
+    if (!summary) {
       step.emitError() << "@" << step.getName()
                        << " has no memory plan (kiln.memory_plan): run "
                           "--kiln-plan-memory first";
       return signalPassFailure();
     }
-    int64_t at = tokens > 0 ? static_cast<int64_t>(tokens) : *maxTokens;
-    if (at > *maxTokens) {
-      step.emitError() << "tokens=" << at << " exceeds the " << *maxTokens
+    int64_t maxTokens = summary.getMaxTokens();
+    int64_t at = tokens > 0 ? static_cast<int64_t>(tokens) : maxTokens;
+    if (at > maxTokens) {
+      step.emitError() << "tokens=" << at << " exceeds the " << maxTokens
                        << " tokens @" << step.getName()
                        << " was planned for; its offsets are valid only up "
                           "to there";
       return signalPassFailure();
     }
     FailureOr<StepBuffers> plan =
-        analyzeStepBuffers(step, getInt(summary, "context_length"));
-    if (failed(plan) || failed(readOffsets(*plan)))
+        analyzeStepBuffers(step, summary.getContextLength());
+    if (failed(plan) || failed(readOffsets(step, *plan)))
       return signalPassFailure();
-    print(step, *plan, at, *maxTokens, getInt(summary, "context_length"));
+    print(step, *plan, at, maxTokens, summary.getContextLength());
   }
 
   /// Takes each buffer's offset from `kiln.buffers`, checking that the size
-  /// recorded there is the size the IR implies.
-  LogicalResult readOffsets(StepBuffers &plan) {
+  /// recorded there is the size the IR implies, and that each view is
+  /// recorded as a view of the operand the IR implies.
+  LogicalResult readOffsets(func::FuncOp step, StepBuffers &plan) {
+    auto stale = [](Value value, const Twine &why) {
+      return value.getDefiningOp()->emitError()
+             << "the memory plan does not match the IR here (result #"
+             << cast<OpResult>(value).getResultNumber() << " " << why
+             << "): run --kiln-plan-memory again";
+    };
     for (StepBuffer &buffer : plan.buffers) {
-      DictionaryAttr entry = getBufferAttr(buffer.value);
-      std::optional<int64_t> offset = getInt(entry, "offset");
-      if (!offset ||
-          getInt(entry, "bytes_per_token") != buffer.size.bytesPerToken ||
-          getInt(entry, "bytes_fixed") != buffer.size.bytesFixed)
-        return buffer.value.getDefiningOp()->emitError()
-               << "the memory plan does not match the IR here (result #"
-               << cast<OpResult>(buffer.value).getResultNumber()
-               << " is not planned, or was planned at another size): run "
-                  "--kiln-plan-memory again";
-      buffer.offset = *offset;
+      auto entry = dyn_cast_or_null<BufferAttr>(getBufferEntry(buffer.value));
+      if (!entry || entry.getBytesPerToken() != buffer.size.bytesPerToken ||
+          entry.getBytesFixed() != buffer.size.bytesFixed)
+        return stale(buffer.value,
+                     "is not planned, or was planned at another size");
+      buffer.offset = entry.getOffset();
     }
+    // In program order, so that the first stale view is the one reported.
+    for (Operation &op : step.getBody().front())
+      for (Value result : op.getResults()) {
+        auto view = plan.views.find(result);
+        if (view == plan.views.end())
+          continue;
+        auto entry = dyn_cast_or_null<BufferViewAttr>(getBufferEntry(result));
+        if (!entry || entry.getOperand() != view->second)
+          return stale(result, "is a view of operand #" + Twine(view->second) +
+                                   ", and the plan does not record it as one");
+      }
     return success();
   }
 

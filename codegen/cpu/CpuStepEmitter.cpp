@@ -290,7 +290,6 @@ void CpuStepEmitter::bindResults(Operation *op) {
   if (isa<WeightOp>(op) ||
       (isa<ConcatOp>(op) && !op->hasAttr(kBuffersAttrName)))
     return;
-  auto buffers = op->getAttrOfType<ArrayAttr>(kBuffersAttrName);
   for (auto [index, result] : llvm::enumerate(op->getResults())) {
     if (!isa<RankedTensorType>(result.getType()))
       continue;
@@ -307,15 +306,12 @@ void CpuStepEmitter::bindResults(Operation *op) {
       pointers[result] = "a->logits";
       continue;
     }
-    auto entry = buffers && index < buffers.size()
-                     ? dyn_cast<DictionaryAttr>(buffers[index])
-                     : DictionaryAttr();
-    auto offset = entry ? entry.getAs<IntegerAttr>("offset") : IntegerAttr();
-    if (!offset)
+    auto buffer = dyn_cast_or_null<BufferAttr>(getBufferEntry(result));
+    if (!buffer)
       unsupported(op, "result " + str(index) +
                           " has no buffer in the memory plan (run "
                           "--kiln-pipeline before code generation)");
-    pointers[result] = "(float *)(a->arena + " + str(offset.getInt()) + ")";
+    pointers[result] = "(float *)(a->arena + " + str(buffer.getOffset()) + ")";
   }
 }
 
@@ -978,12 +974,12 @@ EmittedStep CpuStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
   if (!target.isCpu())
     throw std::runtime_error("codegen/cpu: target " + target.name +
                              " is not a CPU");
-  auto plan = step->getAttrOfType<DictionaryAttr>(kMemoryPlanAttrName);
+  MemoryPlanAttr plan = getMemoryPlan(step);
   if (!plan)
     throw std::runtime_error("codegen: the step function has no memory plan "
                              "(run --kiln-pipeline before code generation)");
-  maxTokens = plan.getAs<IntegerAttr>("max_tokens").getInt();
-  int64_t arenaBytes = plan.getAs<IntegerAttr>("arena_bytes").getInt();
+  maxTokens = plan.getMaxTokens();
+  int64_t arenaBytes = plan.getArenaBytes();
 
   Block &body = step.getBody().front();
   static const char *arguments[] = {"a->token_ids", "a->positions",

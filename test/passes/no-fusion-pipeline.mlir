@@ -11,17 +11,17 @@
 // kernel).
 
 // CHECK-LABEL: func.func @step
-// CHECK-SAME: kiln.memory_plan = {alignment = 64 : i64, arena_bytes = {{[0-9]+}} : i64, context_length = 32 : i64, max_tokens = 64 : i64
+// CHECK-SAME: kiln.memory_plan = #kiln.memory_plan<alignment = 64, max_tokens = 64, arena_bytes = {{[0-9]+}}, naive_bytes = {{[0-9]+}}, context_length = 32>
 // CHECK: kiln.rms_norm {{.*}}kiln.tiles =
 // CHECK: kiln.matmul {{.*}}kiln.tiles = #kiln.gemm_tiles<
 // CHECK: kiln.kv_read
-// CHECK: kiln.attention_scores {{.*}}kiln.buffers =
+// CHECK: kiln.attention_scores {{.*}}kiln.buffers = [#kiln.buffer<
 // CHECK: kiln.scale
 // CHECK: kiln.attention_mask
 // CHECK: kiln.softmax
 // CHECK: kiln.attention_output
 // CHECK: kiln.matmul {{.*}}kiln.tiles = #kiln.gemm_tiles<
-// CHECK: kiln.add {{.*}}kiln.buffers =
+// CHECK: kiln.add {{.*}}kiln.buffers = [#kiln.buffer<
 // CHECK: kiln.silu
 // CHECK: kiln.mul
 // CHECK: kiln.matmul {{.*}}kiln.tiles = #kiln.gemm_tiles<
@@ -31,7 +31,7 @@
 
 // With fusion (the default), the same step becomes fused ops.
 // FUSED-LABEL: func.func @step
-// FUSED-SAME: kiln.memory_plan =
+// FUSED-SAME: kiln.memory_plan = #kiln.memory_plan<
 // FUSED: kiln.attention {{.*}}kiln.tiles =
 // FUSED: kiln.fused_matmul {{.*}} residual
 // FUSED: kiln.swiglu

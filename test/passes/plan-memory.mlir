@@ -13,16 +13,16 @@
 // step output, are live to the end.
 
 // CHECK-LABEL: func @step
-// CHECK-SAME: kiln.memory_plan = {alignment = 64 : i64, arena_bytes = 65536 : i64, max_tokens = 512 : i64, naive_bytes = 147456 : i64}
-// CHECK: kiln.embedding {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 64 : i64, offset = 0 : i64}]
-// CHECK: kiln.silu {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 64 : i64, offset = 32768 : i64}]
-// CHECK: kiln.relu {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 64 : i64, offset = 0 : i64}]
-// CHECK: kiln.gather_rows {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 64 : i64, offset = 32768 : i64}]
-// CHECK: kiln.matmul {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 32 : i64, offset = 0 : i64}]
+// CHECK-SAME: kiln.memory_plan = #kiln.memory_plan<alignment = 64, max_tokens = 512, arena_bytes = 65536, naive_bytes = 147456>
+// CHECK: kiln.embedding {{.*}}kiln.buffers = [#kiln.buffer<offset = 0, bytes_fixed = 0, bytes_per_token = 64>]
+// CHECK: kiln.silu {{.*}}kiln.buffers = [#kiln.buffer<offset = 32768, bytes_fixed = 0, bytes_per_token = 64>]
+// CHECK: kiln.relu {{.*}}kiln.buffers = [#kiln.buffer<offset = 0, bytes_fixed = 0, bytes_per_token = 64>]
+// CHECK: kiln.gather_rows {{.*}}kiln.buffers = [#kiln.buffer<offset = 32768, bytes_fixed = 0, bytes_per_token = 64>]
+// CHECK: kiln.matmul {{.*}}kiln.buffers = [#kiln.buffer<offset = 0, bytes_fixed = 0, bytes_per_token = 32>]
 
 // At one token every buffer is padded to 64 bytes: two slots suffice.
 // ONE-LABEL: func @step
-// ONE-SAME: kiln.memory_plan = {alignment = 64 : i64, arena_bytes = 128 : i64, max_tokens = 1 : i64, naive_bytes = 320 : i64}
+// ONE-SAME: kiln.memory_plan = #kiln.memory_plan<alignment = 64, max_tokens = 1, arena_bytes = 128, naive_bytes = 320>
 module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
   kiln.weight_decl @emb : tensor<8x16xf32>
   func.func @step(%tokens: tensor<?xi32>, %positions: tensor<?xi32>,
@@ -47,11 +47,11 @@ module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
 // their space at offset 0 (the largest buffer, [R, 32] f32, placed first).
 
 // CHECK-LABEL: func @step_output_live_to_end
-// CHECK: kiln.embedding {{.*}}offset = 65536 : i64
-// CHECK: kiln.gather_rows {{.*}}offset = 98304 : i64
-// CHECK: kiln.matmul {{.*}}bytes_per_token = 128 : i64, offset = 0 : i64
-// CHECK: kiln.silu {{.*}}offset = 98304 : i64
-// CHECK: kiln.relu {{.*}}offset = 65536 : i64
+// CHECK: kiln.embedding {{.*}}offset = 65536,
+// CHECK: kiln.gather_rows {{.*}}offset = 98304,
+// CHECK: kiln.matmul {{.*}}#kiln.buffer<offset = 0, bytes_fixed = 0, bytes_per_token = 128>
+// CHECK: kiln.silu {{.*}}offset = 98304,
+// CHECK: kiln.relu {{.*}}offset = 65536,
 module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
   kiln.weight_decl @emb : tensor<32x16xf32>
   func.func @step_output_live_to_end(%tokens: tensor<?xi32>, %positions: tensor<?xi32>,
@@ -74,15 +74,15 @@ module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
 
 // -----
 
-// A reshape is a view: it records its input's offset and size and `view`,
-// and its uses keep the input live. %x is read last through the view %k (by
+// A reshape is a view: it records the operand whose storage it is
+// (#kiln.buffer_view), and its uses keep that operand live. %x is read last through the view %k (by
 // the kv_append), so the silu, written while %x is still live, does not get
 // its space. The KV cache a kv_append returns is not an activation.
 
 // CHECK-LABEL: func @reshape_is_view
-// CHECK: kiln.embedding {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 64 : i64, offset = 0 : i64}]
-// CHECK: kiln.reshape {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 64 : i64, offset = 0 : i64, view}]
-// CHECK: kiln.silu {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 64 : i64, offset = 32768 : i64}]
+// CHECK: kiln.embedding {{.*}}kiln.buffers = [#kiln.buffer<offset = 0, bytes_fixed = 0, bytes_per_token = 64>]
+// CHECK: kiln.reshape {{.*}}kiln.buffers = [#kiln.buffer_view<operand = 0>]
+// CHECK: kiln.silu {{.*}}kiln.buffers = [#kiln.buffer<offset = 32768, bytes_fixed = 0, bytes_per_token = 64>]
 // CHECK: kiln.kv_append {{[^{]*}}: !kiln.kv_cache
 module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
   kiln.weight_decl @emb : tensor<8x16xf32>
@@ -107,14 +107,14 @@ module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
 // -----
 
 // A split writes one buffer per result (slices along the feature axis of a
-// row-major [T, N] tensor are strided, not contiguous): one dictionary per
+// row-major [T, N] tensor are strided, not contiguous): one #kiln.buffer per
 // result, each with its own offset. The weights packed by the concat are not
 // activations and get no buffer.
 
 // CHECK-LABEL: func @split_results
 // CHECK: kiln.concat {{[^{]*}}: tensor<16x16xf32>
-// CHECK: kiln.matmul {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 96 : i64, offset = 0 : i64}]
-// CHECK: kiln.split {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 64 : i64, offset = 49152 : i64}, {bytes_fixed = 0 : i64, bytes_per_token = 32 : i64, offset = 81920 : i64}]
+// CHECK: kiln.matmul {{.*}}kiln.buffers = [#kiln.buffer<offset = 0, bytes_fixed = 0, bytes_per_token = 96>]
+// CHECK: kiln.split {{.*}}kiln.buffers = [#kiln.buffer<offset = 49152, bytes_fixed = 0, bytes_per_token = 64>, #kiln.buffer<offset = 81920, bytes_fixed = 0, bytes_per_token = 32>]
 module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
   kiln.weight_decl @emb : tensor<8x16xf32>
   kiln.weight_decl @w : tensor<16x16xf32>
@@ -145,16 +145,16 @@ module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
 // bytes a token plus 128.
 
 // CHECK-LABEL: func @sizes_affine_in_tokens
-// CHECK-SAME: context_length = 32 : i64
-// CHECK: kiln.kv_read {{.*}}kiln.buffers = [{bytes_fixed = 0 : i64, bytes_per_token = 2048 : i64, offset = {{[0-9]+}} : i64}, {bytes_fixed = 0 : i64, bytes_per_token = 2048 : i64, offset = {{[0-9]+}} : i64}]
-// CHECK: kiln.attention_scores {{.*}}bytes_fixed = 0 : i64, bytes_per_token = 512 : i64
-// CHECK: kiln.attention_output {{.*}}bytes_fixed = 0 : i64, bytes_per_token = 64 : i64
-// CHECK: kiln.concat {{.*}}bytes_fixed = 128 : i64, bytes_per_token = 64 : i64
+// CHECK-SAME: kiln.memory_plan = #kiln.memory_plan<alignment = 64, max_tokens = 512, arena_bytes = {{[0-9]+}}, naive_bytes = {{[0-9]+}}, context_length = 32>
+// CHECK: kiln.kv_read {{.*}}kiln.buffers = [#kiln.buffer<offset = {{[0-9]+}}, bytes_fixed = 0, bytes_per_token = 2048>, #kiln.buffer<offset = {{[0-9]+}}, bytes_fixed = 0, bytes_per_token = 2048>]
+// CHECK: kiln.attention_scores {{.*}}bytes_fixed = 0, bytes_per_token = 512>
+// CHECK: kiln.attention_output {{.*}}bytes_fixed = 0, bytes_per_token = 64>
+// CHECK: kiln.concat {{.*}}bytes_fixed = 128, bytes_per_token = 64>
 
 // The context-length option overrides the step's: S <= 8.
 // CTX-LABEL: func @sizes_affine_in_tokens
-// CTX-SAME: context_length = 8 : i64
-// CTX: kiln.kv_read {{.*}}bytes_per_token = 512 : i64
+// CTX-SAME: kiln.memory_plan = #kiln.memory_plan<{{.*}}, context_length = 8>
+// CTX: kiln.kv_read {{.*}}bytes_per_token = 512>
 module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
   kiln.weight_decl @emb : tensor<8x16xf32>
   kiln.weight_decl @pad : tensor<2x16xf32>

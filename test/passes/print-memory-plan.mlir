@@ -3,6 +3,7 @@
 // RUN: not kiln-opt %s --kiln-print-memory-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOPLAN
 // RUN: not kiln-opt %s --kiln-plan-memory="max-tokens=16" --kiln-print-memory-plan="tokens=17" -o /dev/null 2>&1 | FileCheck %s --check-prefix=TOOMANY
 // RUN: not kiln-opt %S/Inputs/stale-memory-plan.mlir --kiln-print-memory-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=STALE
+// RUN: not kiln-opt %S/Inputs/stale-memory-plan-view.mlir --kiln-print-memory-plan -o /dev/null 2>&1 | FileCheck %s --check-prefix=STALE-VIEW
 
 // --kiln-print-memory-plan prints the recorded plan: a row per buffer (the
 // value as the IR printer names it, its op and location, its live range in
@@ -34,11 +35,11 @@ module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
 // the silu and the gather 32768; the arena is what is live at once.
 // MAX: memory plan of @step at 512 tokens (offsets planned for up to 512 tokens): 5 buffers, 1 view, 9 ops
 // MAX-NEXT: #  value  op                location                      live    offset  bytes
-// MAX-NEXT: 0  %1     kiln.embedding    print-memory-plan.mlir:21:10  [1, 4]       0  32768
-// MAX-NEXT: 1  %4     kiln.silu         print-memory-plan.mlir:25:10  [4, 5]   32768  32768
-// MAX-NEXT: 2  %5     kiln.relu         print-memory-plan.mlir:26:10  [5, 6]       0  32768
-// MAX-NEXT: 3  %6     kiln.gather_rows  print-memory-plan.mlir:27:10  [6, 7]   32768  32768
-// MAX-NEXT: 4  %7     kiln.matmul       print-memory-plan.mlir:28:15  [7, 8]       0  16384
+// MAX-NEXT: 0  %1     kiln.embedding    print-memory-plan.mlir:22:10  [1, 4]       0  32768
+// MAX-NEXT: 1  %4     kiln.silu         print-memory-plan.mlir:26:10  [4, 5]   32768  32768
+// MAX-NEXT: 2  %5     kiln.relu         print-memory-plan.mlir:27:10  [5, 6]       0  32768
+// MAX-NEXT: 3  %6     kiln.gather_rows  print-memory-plan.mlir:28:10  [6, 7]   32768  32768
+// MAX-NEXT: 4  %7     kiln.matmul       print-memory-plan.mlir:29:15  [7, 8]       0  16384
 // MAX-NEXT: peak arena: 65536 bytes (0.06 MiB)
 // MAX-NEXT: naive sum: 147456 bytes (0.14 MiB), every buffer allocated on its own
 // MAX-NEXT: peak / naive: 0.444
@@ -50,11 +51,11 @@ module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
 // one token would need 128 bytes.
 // ONE: memory plan of @step at 1 tokens (offsets planned for up to 512 tokens): 5 buffers, 1 view, 9 ops
 // ONE-NEXT: #  value  op                location                      live    offset  bytes
-// ONE-NEXT: 0  %1     kiln.embedding    print-memory-plan.mlir:21:10  [1, 4]       0     64
-// ONE-NEXT: 1  %4     kiln.silu         print-memory-plan.mlir:25:10  [4, 5]   32768     64
-// ONE-NEXT: 2  %5     kiln.relu         print-memory-plan.mlir:26:10  [5, 6]       0     64
-// ONE-NEXT: 3  %6     kiln.gather_rows  print-memory-plan.mlir:27:10  [6, 7]   32768     64
-// ONE-NEXT: 4  %7     kiln.matmul       print-memory-plan.mlir:28:15  [7, 8]       0     32
+// ONE-NEXT: 0  %1     kiln.embedding    print-memory-plan.mlir:22:10  [1, 4]       0     64
+// ONE-NEXT: 1  %4     kiln.silu         print-memory-plan.mlir:26:10  [4, 5]   32768     64
+// ONE-NEXT: 2  %5     kiln.relu         print-memory-plan.mlir:27:10  [5, 6]       0     64
+// ONE-NEXT: 3  %6     kiln.gather_rows  print-memory-plan.mlir:28:10  [6, 7]   32768     64
+// ONE-NEXT: 4  %7     kiln.matmul       print-memory-plan.mlir:29:15  [7, 8]       0     32
 // ONE-NEXT: peak arena: 32832 bytes (0.03 MiB)
 // ONE-NEXT: naive sum: 320 bytes (0.00 MiB), every buffer allocated on its own
 // ONE-NEXT: peak / naive: 102.600
@@ -64,3 +65,4 @@ module attributes {kiln.weights_source = #kiln.weights_source<gguf, "m.gguf">} {
 // NOPLAN: error: @step has no memory plan (kiln.memory_plan): run --kiln-plan-memory first
 // TOOMANY: error: tokens=17 exceeds the 16 tokens @step was planned for; its offsets are valid only up to there
 // STALE: stale-memory-plan.mlir:12:10: error: the memory plan does not match the IR here (result #0 is not planned, or was planned at another size): run --kiln-plan-memory again
+// STALE-VIEW: stale-memory-plan-view.mlir:13:10: error: the memory plan does not match the IR here (result #0 is a view of operand #0, and the plan does not record it as one): run --kiln-plan-memory again

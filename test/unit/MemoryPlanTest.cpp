@@ -14,6 +14,7 @@
 
 #include "frontends/LlamaBuilder.h"
 #include "ir/KilnOps.h"
+#include "ir/MemoryPlanAttrs.h"
 #include "ir/interpreter/Interpreter.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
@@ -41,18 +42,8 @@ struct RecordedBuffer {
   std::string name;
 };
 
-int64_t getInt(DictionaryAttr dict, StringRef name) {
-  auto attr = dict.getAs<IntegerAttr>(name);
-  EXPECT_TRUE(attr) << "missing " << name.str() << " in " << [&] {
-    std::string s;
-    llvm::raw_string_ostream(s) << dict;
-    return s;
-  }();
-  return attr ? attr.getInt() : 0;
-}
-
-/// Reads `kiln.buffers` of every op of `step`; a result marked `view` shares
-/// the buffer of the op's first operand. A buffer is live from its op to the
+/// Reads `kiln.buffers` of every op of `step`; a #kiln.buffer_view shares
+/// the buffer of the operand it names. A buffer is live from its op to the
 /// last op that uses it or one of its views.
 std::vector<RecordedBuffer> readPlan(func::FuncOp step) {
   std::vector<RecordedBuffer> buffers;
@@ -63,32 +54,38 @@ std::vector<RecordedBuffer> readPlan(func::FuncOp step) {
     for (Value operand : op.getOperands())
       if (auto it = owner.find(operand); it != owner.end())
         buffers[it->second].last = i;
-    auto entries = op.getAttrOfType<ArrayAttr>("kiln.buffers");
+    auto entries = op.getAttrOfType<ArrayAttr>(kBuffersAttrName);
     bool activation = !isa<WeightOp, ConcatOp>(op);
     for (OpResult result : op.getResults()) {
       bool tensor = isa<RankedTensorType>(result.getType());
-      auto entry =
-          entries ? dyn_cast<DictionaryAttr>(entries[result.getResultNumber()])
-                  : DictionaryAttr();
+      Attribute entry = getBufferEntry(result);
       // Every activation has a buffer; weights (and packed weights) none.
-      EXPECT_EQ(entry && !entry.empty(), tensor && activation)
+      EXPECT_EQ(bool(entry), tensor && activation)
           << op.getName().getStringRef().str() << " at op " << i;
-      if (!entry || entry.empty())
+      // A result without storage has a `unit` entry, if the op has any.
+      if (!entry) {
+        if (entries)
+          EXPECT_TRUE(isa<UnitAttr>(entries[result.getResultNumber()]));
         continue;
-      if (entry.get("view")) {
-        if (!owner.count(op.getOperand(0))) {
+      }
+      if (auto view = dyn_cast<BufferViewAttr>(entry)) {
+        // Views are reshapes of their input.
+        EXPECT_TRUE(isa<ReshapeOp>(op)) << "a view at op " << i;
+        EXPECT_EQ(view.getOperand(), 0) << "at op " << i;
+        Value source = op.getOperand(view.getOperand());
+        if (!owner.count(source)) {
           ADD_FAILURE() << "a view of a value without a buffer at op " << i;
           continue;
         }
-        size_t source = owner[op.getOperand(0)];
-        EXPECT_EQ(getInt(entry, "offset"), buffers[source].offset);
-        owner[result] = source;
+        EXPECT_EQ(getBuffer(result), getBuffer(source)) << "at op " << i;
+        owner[result] = owner[source];
         continue;
       }
+      auto buffer = cast<BufferAttr>(entry);
       RecordedBuffer b;
-      b.offset = getInt(entry, "offset");
-      b.perToken = getInt(entry, "bytes_per_token");
-      b.fixed = getInt(entry, "bytes_fixed");
+      b.offset = buffer.getOffset();
+      b.perToken = buffer.getBytesPerToken();
+      b.fixed = buffer.getBytesFixed();
       b.first = b.last = i;
       b.name = op.getName().getStringRef().str() + " at op " +
                std::to_string(i) + " #" +
@@ -104,11 +101,12 @@ std::vector<RecordedBuffer> readPlan(func::FuncOp step) {
 /// The invariant: at every T up to max-tokens, buffers live at the same time
 /// occupy disjoint byte ranges, all inside the recorded arena.
 void expectNoCollisions(func::FuncOp step) {
-  auto plan = step->getAttrOfType<DictionaryAttr>("kiln.memory_plan");
+  MemoryPlanAttr plan = getMemoryPlan(step);
   ASSERT_TRUE(plan);
-  EXPECT_EQ(getInt(plan, "max_tokens"), kMaxTokens);
-  int64_t arena = getInt(plan, "arena_bytes");
-  EXPECT_LT(arena, getInt(plan, "naive_bytes"));
+  EXPECT_EQ(plan.getAlignment(), 64);
+  EXPECT_EQ(plan.getMaxTokens(), kMaxTokens);
+  int64_t arena = plan.getArenaBytes();
+  EXPECT_LT(arena, plan.getNaiveBytes());
   std::vector<RecordedBuffer> buffers = readPlan(step);
   ASSERT_FALSE(buffers.empty());
   for (int64_t tokens : {1, 2, 17, 512}) {
