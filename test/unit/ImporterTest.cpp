@@ -1,12 +1,14 @@
 //===- ImporterTest.cpp - Model files to kiln IR --------------------------===//
 //
-// Part of Kiln's unit tests. The same weights written as a legacy llama2.c
-// checkpoint, a version-1 export and a GGUF file import to the same IR and
-// give the same logits; malformed files give errors naming the file and the
-// tensor or key at fault; the shared stories260K files import and agree.
+// Part of Kiln's unit tests. The same weights written by the production
+// writers as a legacy llama2.c checkpoint, a version-1 export, a GGUF file
+// and Hugging Face directories import to the same IR and give the same
+// logits; malformed files give errors naming the file and the tensor or key
+// at fault; the shared stories260K files import and agree.
 //
 //===----------------------------------------------------------------------===//
 
+#include "GGUFTestBytes.h"
 #include "SyntheticModel.h"
 #include "TestData.h"
 
@@ -14,6 +16,7 @@
 #include "frontends/Importer.h"
 #include "frontends/formats/FormatError.h"
 #include "frontends/formats/GGUFWriter.h"
+#include "frontends/formats/ModelWriters.h"
 #include "ir/KilnOps.h"
 #include "ir/interpreter/Interpreter.h"
 
@@ -26,6 +29,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <unistd.h>
 
 using namespace mlir;
@@ -95,6 +99,33 @@ protected:
     return path;
   }
 
+  /// `m` written by the production writers as a llama2.c checkpoint of
+  /// `version`, a GGUF file or a Hugging Face directory; returns the path.
+  std::string llama2c(const SyntheticModel &m, const std::string &name,
+                      int version = 0) {
+    std::string path = (dir / name).string();
+    formats::writeLlama2c(m.config, m.source(), path, version);
+    return path;
+  }
+  std::string gguf(const SyntheticModel &m, const std::string &name) {
+    std::string path = (dir / name).string();
+    formats::writeGGUFModel(m.config, m.source(), path);
+    return path;
+  }
+  std::string huggingFace(const SyntheticModel &m, const std::string &name,
+                          int shards = 1) {
+    std::string path = (dir / name).string();
+    formats::HuggingFaceOptions options;
+    options.shards = shards;
+    formats::writeHuggingFaceModel(m.config, m.source(), path, options);
+    return path;
+  }
+
+  static std::string readBytes(const std::string &path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
   /// The module's text with the weights source normalized away.
   std::string irText(ModuleOp module) {
     module->setAttr(
@@ -141,12 +172,12 @@ protected:
 
 TEST_F(ImporterTest, EveryFormatBuildsTheSameIRAndLogits) {
   SyntheticModel m = SyntheticModel::random(tinyConfig(), 5);
-  std::string legacy = write("legacy.bin", m.llama2cLegacyBytes());
-  std::string v1 = write("v1.bin", m.llama2cV1Bytes());
-  std::string gguf = write("model.gguf", m.gguf().bytes());
+  std::string legacy = llama2c(m, "legacy.bin");
+  std::string v1 = llama2c(m, "v1.bin", /*version=*/1);
+  std::string file = gguf(m, "model.gguf");
 
-  expectSameIR({legacy, v1, gguf});
-  std::vector<float> a = logitsOf(legacy), b = logitsOf(v1), c = logitsOf(gguf);
+  expectSameIR({legacy, v1, file});
+  std::vector<float> a = logitsOf(legacy), b = logitsOf(v1), c = logitsOf(file);
   ASSERT_EQ(a.size(), 5u * 23u);
   EXPECT_EQ(a, b);
   EXPECT_EQ(a, c);
@@ -156,17 +187,17 @@ TEST_F(ImporterTest, UntiedClassifierUsesOutputWeight) {
   formats::ModelConfig config = tinyConfig();
   config.tiedClassifier = false;
   SyntheticModel m = SyntheticModel::random(config, 6);
-  ImportedModel model = readModel(write("untied.bin", m.llama2cLegacyBytes()));
+  ImportedModel model = readModel(llama2c(m, "untied.bin"));
   EXPECT_FALSE(model.config.tiedClassifier);
   OwningOpRef<ModuleOp> module = importModel(&context, model);
   EXPECT_TRUE(module->lookupSymbol<WeightDeclOp>("output.weight"));
-  EXPECT_EQ(logitsOf(write("untied.gguf", m.gguf().bytes())),
-            logitsOf(write("untied2.bin", m.llama2cLegacyBytes())));
+  EXPECT_EQ(logitsOf(gguf(m, "untied.gguf")),
+            logitsOf(llama2c(m, "untied2.bin", /*version=*/1)));
 }
 
 TEST_F(ImporterTest, Llama2cErrorsNameTheProblem) {
   SyntheticModel m = SyntheticModel::random(tinyConfig(), 7);
-  std::string bytes = m.llama2cLegacyBytes();
+  std::string bytes = readBytes(llama2c(m, "legacy.bin"));
   EXPECT_NE(errorOf([&] {
               readModel(write("short.bin", bytes.substr(0, 2000)));
             }).find("truncated: tensor 'blk."),
@@ -176,7 +207,7 @@ TEST_F(ImporterTest, Llama2cErrorsNameTheProblem) {
             }).find("a llama2.c checkpoint starts with 7 int32"),
             std::string::npos);
 
-  std::string v2 = m.llama2cV1Bytes();
+  std::string v2 = readBytes(llama2c(m, "v1.bin", /*version=*/1));
   v2[4] = 2;
   EXPECT_NE(errorOf([&] { readModel(write("v2.bin", v2)); })
                 .find("llama2.c export version 2 (int8 weights in groups with "
@@ -211,7 +242,7 @@ TEST_F(ImporterTest, GGUFErrorsNameTheKeyOrTensor) {
   SyntheticModel wrong = m;
   wrong.shapes["blk.1.attn_k.weight"] = {4, 16};
   wrong.weights["blk.1.attn_k.weight"].resize(64);
-  std::string path = write("shape.gguf", wrong.gguf().bytes());
+  std::string path = gguf(wrong, "shape.gguf");
   EXPECT_NE(errorOf([&] { importModel(&context, readModel(path)); })
                 .find("tensor 'blk.1.attn_k.weight' has shape [4, 16], the "
                       "model's configuration implies [8, 16]"),
@@ -230,42 +261,36 @@ TEST_F(ImporterTest, HuggingFaceQwen2BuildsTheGGUFsIR) {
   config.ropeTheta = 1e6;
   config.normEpsilon = 1e-6;
   SyntheticModel m = SyntheticModel::random(config, 9);
-  std::string gguf = write("qwen2.gguf", m.gguf().bytes());
-  std::filesystem::create_directories(dir / "hf1");
-  std::filesystem::create_directories(dir / "hf3");
-  m.writeHuggingFace((dir / "hf1").string());
-  m.writeHuggingFace((dir / "hf3").string(), /*shards=*/3);
+  std::string file = gguf(m, "qwen2.gguf");
+  std::string hf1 = huggingFace(m, "hf1");
+  std::string hf3 = huggingFace(m, "hf3", /*shards=*/3);
   ASSERT_TRUE(
       std::filesystem::exists(dir / "hf3/model.safetensors.index.json"));
 
-  for (const std::string &path :
-       {gguf, (dir / "hf1").string(), (dir / "hf3").string()})
+  for (const std::string &path : {file, hf1, hf3})
     EXPECT_TRUE(readModel(path).config.qkvBias) << path;
-  expectSameIR({gguf, (dir / "hf1").string(), (dir / "hf3").string()});
-  std::vector<float> a = logitsOf(gguf);
-  EXPECT_EQ(logitsOf((dir / "hf1").string()), a);
-  EXPECT_EQ(logitsOf((dir / "hf3").string()), a);
+  expectSameIR({file, hf1, hf3});
+  std::vector<float> a = logitsOf(file);
+  EXPECT_EQ(logitsOf(hf1), a);
+  EXPECT_EQ(logitsOf(hf3), a);
 }
 
 /// Hugging Face stores Llama's Q and K for rotate-half RoPE; GGUF converters
 /// permute them for adjacent pairs. Both must compute the same model.
 TEST_F(ImporterTest, HuggingFaceLlamaUsesHalvesForTheSameModel) {
   SyntheticModel m = SyntheticModel::random(tinyConfig(), 10);
-  std::string gguf = write("llama.gguf", m.gguf().bytes());
-  std::filesystem::create_directories(dir / "hf");
-  m.writeHuggingFace((dir / "hf").string());
-  ImportedModel hf = readModel((dir / "hf").string());
+  std::string file = gguf(m, "llama.gguf");
+  std::string dirPath = huggingFace(m, "hf");
+  ImportedModel hf = readModel(dirPath);
   EXPECT_EQ(hf.config.ropePairs, formats::RopePairs::Halves);
-  std::vector<float> a = logitsOf(gguf), b = logitsOf((dir / "hf").string());
+  std::vector<float> a = logitsOf(file), b = logitsOf(dirPath);
   ASSERT_EQ(a.size(), b.size());
   EXPECT_LT(relativeError(a, b), 1e-6);
 }
 
 TEST_F(ImporterTest, SafetensorsAndConfigErrorsNameTheProblem) {
   SyntheticModel m = SyntheticModel::random(tinyConfig(), 11);
-  std::filesystem::path hf = dir / "broken";
-  std::filesystem::create_directories(hf);
-  m.writeHuggingFace(hf.string());
+  std::filesystem::path hf = huggingFace(m, "broken");
   std::string weights = (hf / "model.safetensors").string();
   std::ifstream in(weights, std::ios::binary);
   std::string good((std::istreambuf_iterator<char>(in)),

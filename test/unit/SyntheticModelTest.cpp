@@ -2,14 +2,17 @@
 //
 // Part of Kiln's unit tests (MLIR-free). Writes synthetic models with the
 // production writers of frontends/formats/SyntheticModel.h and reads them
-// back through Kiln's ordinary readers (GGUF, llama2.c, tokenizer.bin): the
-// configuration, every weight and the vocabulary must come back as written.
+// back through Kiln's ordinary readers (GGUF, llama2.c, Hugging Face,
+// tokenizer.bin, tokenizer.json): the configuration, every weight and the
+// vocabulary must come back as written. ModelWritersTest.cpp tests the
+// writers underneath with weights of its own.
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontends/formats/SyntheticModel.h"
 
 #include "frontends/formats/GGUF.h"
+#include "frontends/formats/HuggingFace.h"
 #include "frontends/formats/Llama2c.h"
 #include "frontends/formats/TokenizerLoaders.h"
 #include "frontends/formats/WeightFile.h"
@@ -21,6 +24,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -300,6 +304,52 @@ TEST(SyntheticModelTest, BothFormatsHoldTheSameWeights) {
   }
 }
 
+/// export.py's version 1 and Hugging Face's safetensors hold the legacy
+/// checkpoint's values; Hugging Face's Q and K rows are in rotate-half order
+/// and its vocabulary, tokenizer.json, tokenizes as the GGUF's does.
+TEST(SyntheticModelTest, Llama2cV1AndHuggingFaceHoldTheSameWeights) {
+  namespace fs = std::filesystem;
+  SyntheticModelSpec spec = untiedSpec(12);
+  TempFile v0(".bin"), v1(".bin"), hfName(".hf");
+  writeSyntheticLlama2c(spec, v0.path);
+  uint64_t bytes = writeSyntheticLlama2c(spec, v1.path, /*version=*/1);
+  EXPECT_EQ(bytes, readAll(v1.path).size());
+  EXPECT_EQ(readLlama2c(v1.path).version, 1);
+  expectWeights(spec, *WeightFile::open(WeightFileFormat::Llama2c, v1.path));
+
+  std::string hf = hfName.path;
+  bytes = writeSyntheticHuggingFace(spec, hf, ElementType::F32, /*shards=*/2);
+  ModelConfig config = readHFConfig(hf + "/config.json");
+  EXPECT_EQ(config.ropePairs, RopePairs::Halves);
+  EXPECT_EQ(config.tiedClassifier, false);
+  EXPECT_EQ(config.numKvHeads, spec.config.numKvHeads);
+  auto a = WeightFile::open(WeightFileFormat::Llama2c, v0.path);
+  auto b = WeightFile::open(WeightFileFormat::Safetensors, hf);
+  EXPECT_EQ(b->tensors().size(), a->tensors().size());
+  for (const char *name : {"token_embd.weight", "blk.1.ffn_down.weight",
+                           "blk.0.attn_norm.weight", "output.weight"}) {
+    const TensorInfo *ta = a->find(name), *tb = b->find(name);
+    ASSERT_TRUE(ta && tb) << name;
+    ASSERT_EQ(ta->bytes, tb->bytes) << name;
+    EXPECT_EQ(std::memcmp(a->data(*ta), b->data(*tb), ta->bytes), 0) << name;
+  }
+  // Head 1's row 1 (i = 1 of the second half) was adjacent row 2*1 + 1.
+  const TensorInfo *qa = a->find("blk.0.attn_k.weight"),
+                   *qb = b->find("blk.0.attn_k.weight");
+  ASSERT_TRUE(qa && qb);
+  int64_t d = spec.config.headDim, row = spec.config.dim * 4;
+  EXPECT_EQ(std::memcmp(a->data(*qa) + (d + 3) * row,
+                        b->data(*qb) + (d + 1 + d / 2) * row, row),
+            0);
+  EXPECT_NE(std::memcmp(a->data(*qa), b->data(*qb), qa->bytes), 0);
+
+  kiln::runtime::Tokenizer json(tokenizerFromJson(hf + "/tokenizer.json"));
+  kiln::runtime::Tokenizer gguf(syntheticVocabulary(spec.config.vocabSize));
+  EXPECT_EQ(json.encode("the cat sat, Once upon a time", true),
+            gguf.encode("the cat sat, Once upon a time", true));
+  fs::remove_all(hf);
+}
+
 TEST(SyntheticModelTest, Llama2cTokenizerReadsBack) {
   kiln::runtime::TokenizerSpec want = syntheticVocabulary(512, " ");
   TempFile file(".tokenizer.bin");
@@ -334,6 +384,9 @@ TEST(SyntheticModelTest, RejectsWhatItCannotWrite) {
   EXPECT_THROW(writeSyntheticGGUF(spec, file.path), std::invalid_argument);
   EXPECT_THROW(writeSyntheticLlama2c(tinySpec(1), "/nonexistent-dir/m.bin"),
                std::runtime_error);
+  EXPECT_THROW(writeSyntheticHuggingFace(tinySpec(1), file.path,
+                                         ElementType::F32, /*shards=*/0),
+               std::invalid_argument);
 }
 
 } // namespace
