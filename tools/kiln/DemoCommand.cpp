@@ -7,8 +7,9 @@
 #include "tools/kiln/DemoCommand.h"
 
 #include "tools/kiln/BenchCommand.h"
-#include "tools/kiln/CompileCommand.h"
+#include "tools/kiln/TerminalProgress.h"
 
+#include "codegen/driver/Compiler.h"
 #include "frontends/formats/SyntheticModel.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/Generator.h"
@@ -66,7 +67,12 @@ int runDemo(const DemoOptions &o) {
   compile.output = artifact;
   compile.target = o.target;
   compile.emitSource = kernels.string();
-  CompileResult compiled = compileModel(compile);
+  CompileResult compiled;
+  {
+    TerminalProgress progress(false);
+    progress.attach(compile);
+    compiled = compileModel(compile);
+  }
   say("compiled " + artifact + " for " + o.target + " in " +
       fixed(compiled.seconds, 1) + " s" +
       (compiled.fromCache ? " (from the compile cache)" : ""));

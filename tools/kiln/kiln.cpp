@@ -14,24 +14,20 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/kiln/BenchCommand.h"
-#include "tools/kiln/CompileCommand.h"
 #include "tools/kiln/DemoCommand.h"
-#include "tools/kiln/LoadedModel.h"
+#include "tools/kiln/TerminalProgress.h"
 
+#include "codegen/driver/Compiler.h"
+#include "codegen/driver/LoadedModel.h"
 #include "frontends/formats/SyntheticModel.h"
 #include "ir/KilnOps.h"
 #include "ir/interpreter/Interpreter.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/Generator.h"
 
-#include "passes/FusionDiagnostics.h"
-#include "passes/Passes.h"
-#include "passes/Pipelines.h"
 #include "passes/target/TargetDescription.h"
 
 #include "mlir/IR/Verifier.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -66,25 +62,6 @@ struct RunOptions {
   std::string target = "native", dtype = "f32";
   int threads = 0;
 };
-
-/// Runs Kiln's fusion passes on the model's module (kiln run --fusion), then
-/// the user fusion rules of `rulesFile` if given (--fusion-rules).
-void fuse(LoadedModel &model, bool builtin, bool explain,
-          const std::string &rulesFile) {
-  setExplainFusion(explain);
-  PassManager pm(model.context.get());
-  if (builtin)
-    addFusionPasses(pm);
-  if (!rulesFile.empty()) {
-    ApplyFusionRulesOptions options;
-    options.rules = rulesFile;
-    pm.addPass(createApplyFusionRules(options));
-    // The rule driver does not fold what the rules create.
-    pm.addPass(mlir::createCanonicalizerPass());
-  }
-  if (failed(pm.run(*model.module)))
-    throw std::runtime_error("fusion failed (see the errors above)");
-}
 
 /// Whether `path` starts with an artifact's magic.
 bool isArtifact(const std::string &path) {
@@ -164,7 +141,7 @@ int runArtifact(const RunOptions &o, const std::string &path) {
 int runInterpreted(const RunOptions &o) {
   LoadedModel model = loadModel(o.model);
   if (o.fusion || !o.fusionRules.empty())
-    fuse(model, o.fusion, o.explainFusion, o.fusionRules);
+    fuseLoadedModel(model, o.fusion, o.explainFusion, o.fusionRules);
   runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
   func::FuncOp stepFunc = findStepFunction(*model.module);
   auto cacheType = cast<KVCacheType>(stepFunc.getArgumentTypes().back());
@@ -193,6 +170,8 @@ int run(const RunOptions &o) {
   compile.target = o.target;
   compile.dtype = o.dtype;
   compile.context = o.context;
+  TerminalProgress progress(false);
+  progress.attach(compile);
   return runArtifact(o, compiledArtifactFor(compile));
 }
 
@@ -200,8 +179,13 @@ int run(const RunOptions &o) {
 // kiln compile
 //===----------------------------------------------------------------------===//
 
-int compile(const CompileOptions &o) {
-  CompileResult result = compileModel(o);
+int compile(CompileOptions o, bool quiet) {
+  CompileResult result;
+  {
+    TerminalProgress progress(quiet);
+    progress.attach(o);
+    result = compileModel(o);
+  }
   std::string targets;
   if (result.targets.size() > 1)
     for (const std::string &name : result.targets)
@@ -363,6 +347,8 @@ int targets(const std::string &spec) {
 struct MakeModelOptions {
   std::string config, format = "gguf", dtype = "f32", output;
   uint64_t seed = 0;
+  int llama2cVersion = 0;
+  int shards = 1;
 };
 
 /// "260.1K", "109.5M", "1.10B".
@@ -405,22 +391,50 @@ uint64_t writeOrRemove(const std::string &path, Write write) {
 /// Writes a synthetic model (and, for llama2.c, its tokenizer.bin beside
 /// it) and says what was written.
 int makeModel(const MakeModelOptions &o) {
+  namespace fs = std::filesystem;
   formats::SyntheticModelSpec spec{formats::syntheticConfig(o.config), o.seed};
-  bool llama2c = o.format == "llama2c";
+  bool llama2c = o.format == "llama2c", hf = o.format == "hf";
   if (llama2c && o.dtype != "f32")
     throw std::runtime_error("llama2.c checkpoints are float32; use --format "
                              "gguf for --dtype " +
                              o.dtype);
-  formats::ElementType type =
-      o.dtype == "f16" ? formats::ElementType::F16 : formats::ElementType::F32;
-  uint64_t bytes = writeOrRemove(o.output, [&] {
-    return llama2c ? formats::writeSyntheticLlama2c(spec, o.output)
-                   : formats::writeSyntheticGGUF(spec, o.output, type);
-  });
+  if (o.shards != 1 && !hf)
+    throw std::runtime_error("--shards splits Hugging Face weights; use "
+                             "--format hf");
+  formats::ElementType type = o.dtype == "f16"    ? formats::ElementType::F16
+                              : o.dtype == "bf16" ? formats::ElementType::BF16
+                                                  : formats::ElementType::F32;
+  uint64_t bytes;
+  std::string written;
+  if (hf) {
+    // A directory: removed after a failure only if this made it.
+    bool existed = fs::exists(o.output);
+    try {
+      bytes =
+          formats::writeSyntheticHuggingFace(spec, o.output, type, o.shards);
+    } catch (...) {
+      if (!existed)
+        fs::remove_all(o.output);
+      throw;
+    }
+    written = "Hugging Face directory (config.json, " +
+              std::string(o.shards == 1 ? "model.safetensors"
+                                        : std::to_string(o.shards) +
+                                              " safetensors shards") +
+              ", tokenizer.json)";
+  } else {
+    bytes = writeOrRemove(o.output, [&] {
+      return llama2c ? formats::writeSyntheticLlama2c(spec, o.output,
+                                                      o.llama2cVersion)
+                     : formats::writeSyntheticGGUF(spec, o.output, type);
+    });
+    written = !llama2c                ? "GGUF v3"
+              : o.llama2cVersion == 1 ? "llama2.c checkpoint (version 1)"
+                                      : "llama2.c checkpoint (legacy)";
+  }
 
   const formats::ModelConfig &c = spec.config;
-  std::printf("wrote %s: %s, %s, %s\n", o.output.c_str(),
-              llama2c ? "llama2.c checkpoint (legacy)" : "GGUF v3",
+  std::printf("wrote %s: %s, %s, %s\n", o.output.c_str(), written.c_str(),
               o.dtype.c_str(), humanBytes(bytes).c_str());
   std::printf("  config      %s: dim %lld, hidden %lld, %lld layers, %lld "
               "heads (%lld kv), vocab %lld, context %lld, %s classifier\n",
@@ -527,6 +541,7 @@ int main(int argc, char **argv) {
       ->check(CLI::NonNegativeNumber);
 
   CompileOptions compileOptions;
+  bool compileQuiet = false;
   CLI::App *compileCmd = app.add_subcommand(
       "compile", "Compile a model into an executable artifact");
   compileCmd
@@ -570,7 +585,7 @@ int main(int argc, char **argv) {
   compileCmd->add_flag(
       "--no-cache", [&](int64_t) { compileOptions.useCache = false; },
       "Compile even if the cache has this artifact");
-  compileCmd->add_flag("-q,--quiet", compileOptions.quiet, "No progress");
+  compileCmd->add_flag("-q,--quiet", compileQuiet, "No progress");
 
   std::string importModelPath, importOutput = "-";
   CLI::App *importCmd =
@@ -618,14 +633,28 @@ int main(int argc, char **argv) {
                            "Seed of the weights (default 0)");
   makeModelCmd
       ->add_option("--format", makeModelOptions.format,
-                   "gguf (default; holds its vocabulary) or llama2c (writes "
-                   "FILE.tokenizer.bin beside it)")
-      ->check(CLI::IsMember({"gguf", "llama2c"}));
+                   "gguf (default; holds its vocabulary), llama2c (writes "
+                   "FILE.tokenizer.bin beside it) or hf (a Hugging Face "
+                   "directory with config.json, safetensors and "
+                   "tokenizer.json)")
+      ->check(CLI::IsMember({"gguf", "llama2c", "hf"}));
   makeModelCmd
       ->add_option("--dtype", makeModelOptions.dtype,
-                   "Weight type: f32 (default) or f16 (GGUF only)")
-      ->check(CLI::IsMember({"f32", "f16"}));
-  makeModelCmd->add_option("-o,--output", makeModelOptions.output, "Model file")
+                   "Weight type: f32 (default), f16 or bf16 (GGUF and hf)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  makeModelCmd
+      ->add_option("--llama2c-version", makeModelOptions.llama2cVersion,
+                   "llama2.c layout: 0 (legacy, default) or 1 (export.py's "
+                   "version 1)")
+      ->check(CLI::IsMember({0, 1}));
+  makeModelCmd
+      ->add_option("--shards", makeModelOptions.shards,
+                   "hf: split the weights into N safetensors files with an "
+                   "index (default 1)")
+      ->check(CLI::Range(1, 99999));
+  makeModelCmd
+      ->add_option("-o,--output", makeModelOptions.output,
+                   "Model file (a directory for --format hf)")
       ->required();
 
   BenchOptions benchOptions;
@@ -675,7 +704,7 @@ int main(int argc, char **argv) {
     if (*runCmd)
       return run(runOptions);
     if (*compileCmd)
-      return compile(compileOptions);
+      return compile(compileOptions, compileQuiet);
     if (*demoCmd)
       return runDemo(demoOptions);
     if (*importCmd)

@@ -1,6 +1,6 @@
 //===- LoadedModel.h - A model ready to run, from any file ------*- C++ -*-===//
 //
-// Part of Kiln's command line. `kiln compile` and `kiln run` accept a model
+// Part of Kiln's compiler driver. `kiln compile` and `kiln run` accept a model
 // file (GGUF, llama2.c), a Hugging Face directory or a .mlir module; each
 // ends as a kiln module plus the weights and tokenizer it needs. `kiln
 // compile` (and `kiln run` on a model file, through the compile cache)
@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KILN_TOOLS_KILN_LOADEDMODEL_H
-#define KILN_TOOLS_KILN_LOADEDMODEL_H
+#ifndef KILN_CODEGEN_DRIVER_LOADEDMODEL_H
+#define KILN_CODEGEN_DRIVER_LOADEDMODEL_H
 
 #include "frontends/FileWeightProvider.h"
 #include "frontends/Importer.h"
@@ -56,4 +56,4 @@ runtime::Tokenizer loadTokenizer(const LoadedModel &model,
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_KILN_LOADEDMODEL_H
+#endif // KILN_CODEGEN_DRIVER_LOADEDMODEL_H

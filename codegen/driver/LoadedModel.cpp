@@ -1,10 +1,10 @@
 //===- LoadedModel.cpp - A model ready to run, from any file --------------===//
 //
-// Part of Kiln's command line.
+// Part of Kiln's compiler driver. See LoadedModel.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/kiln/LoadedModel.h"
+#include "codegen/driver/LoadedModel.h"
 
 #include "frontends/formats/FormatError.h"
 #include "frontends/formats/GGUF.h"

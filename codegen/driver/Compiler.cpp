@@ -1,29 +1,28 @@
-//===- CompileCommand.cpp - kiln compile ----------------------------------===//
+//===- Compiler.cpp - Kiln's compiler as a library ------------------------===//
 //
-// Part of Kiln's command line. See CompileCommand.h.
+// Part of Kiln's compiler driver. See Compiler.h.
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/kiln/CompileCommand.h"
+#include "codegen/driver/Compiler.h"
 
-#include "tools/kiln/LoadedModel.h"
+#include "codegen/driver/CompileCache.h"
+#include "codegen/driver/LoadedModel.h"
 
 #include "codegen/CompileStep.h"
 #include "codegen/WriteArtifact.h"
 #include "codegen/cpu/HostCompiler.h"
 #include "ir/KilnOps.h"
 #include "passes/FusionDiagnostics.h"
+#include "passes/Passes.h"
 #include "passes/Pipelines.h"
-#include "passes/target/TargetDescription.h"
 #include "runtime/Artifact.h"
 
 #include "mlir/Pass/PassManager.h"
-#include "llvm/Support/SHA256.h"
-#include "llvm/Support/raw_ostream.h"
+#include "mlir/Transforms/Passes.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -35,28 +34,13 @@ namespace kiln {
 
 namespace {
 
-/// Stage messages on a terminal; nothing when stderr is not one.
+/// Counts the stages for CompileOptions::progress.
 struct Progress {
-  bool enabled;
-  int stage = 0, stages;
-  std::chrono::steady_clock::time_point start =
-      std::chrono::steady_clock::now();
-
-  Progress(bool quiet, int stages)
-      : enabled(!quiet && isatty(STDERR_FILENO)), stages(stages) {}
+  const CompileOptions &options;
+  int stages, stage = 0;
   void operator()(const std::string &what) {
-    if (!enabled)
-      return;
-    double t =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    std::fprintf(stderr, "\r\033[K[%d/%d %5.1fs] %s", ++stage, stages, t,
-                 what.c_str());
-    std::fflush(stderr);
-  }
-  void done() {
-    if (enabled)
-      std::fprintf(stderr, "\r\033[K");
+    if (options.progress)
+      options.progress(++stage, stages, what);
   }
 };
 
@@ -71,93 +55,17 @@ codegen::PackedType packedType(const std::string &dtype) {
                            "'");
 }
 
-fs::path cacheDirectory() {
-  if (const char *dir = std::getenv("KILN_CACHE_DIR"); dir && *dir)
-    return dir;
-  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return fs::path(xdg) / "kiln";
-  if (const char *home = std::getenv("HOME"); home && *home)
-    return fs::path(home) / ".cache" / "kiln";
-  return fs::temp_directory_path() / "kiln-cache";
-}
-
-/// What an artifact depends on: Kiln's version, the options, and the
-/// identity (path, size, modification time) of every input file.
-std::string cacheKey(const CompileOptions &o,
-                     const std::vector<target::TargetDescription> &targets) {
-  llvm::SHA256 hash;
-  auto add = [&](const std::string &text) {
-    hash.update(text);
-    hash.update(llvm::StringRef("\0", 1));
-  };
-  add(codegen::kKilnVersion);
-  // A rebuilt Kiln may generate other code: the executable's identity.
+/// Copies `artifact` into the cache as `cached`, through a temporary file
+/// and a rename so that a reader never sees half a file. A cache that cannot
+/// be written costs only the next compile's time: errors are ignored.
+void storeInCache(const fs::path &artifact, const fs::path &cached) {
+  fs::path temp = cached;
+  temp += ".tmp." + std::to_string(getpid());
   std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  add(self.string());
-  add(std::to_string(fs::file_size(self, ec)));
-  add(std::to_string(fs::last_write_time(self, ec).time_since_epoch().count()));
-  // Every target, in the order given: each is a library of the artifact.
-  add(std::to_string(targets.size()));
-  for (const target::TargetDescription &t : targets)
-    add(t.spec());
-  add(o.dtype);
-  add(std::to_string(o.maxTokens));
-  add(std::to_string(o.context));
-  add(o.fusion ? "fusion" : "no-fusion");
-  for (const std::string &file :
-       {o.model, o.tokenizer, o.fusionRules, o.tuningFile}) {
-    if (file.empty()) {
-      add("-");
-      continue;
-    }
-    std::error_code ec;
-    fs::path path = fs::absolute(file, ec);
-    add(path.string());
-    if (fs::is_regular_file(path, ec)) {
-      add(std::to_string(fs::file_size(path, ec)));
-      add(std::to_string(
-          fs::last_write_time(path, ec).time_since_epoch().count()));
-    }
-  }
-  std::array<uint8_t, 32> digest = hash.final();
-  std::string hex;
-  for (int i = 0; i < 12; ++i) {
-    char byte[3];
-    std::snprintf(byte, sizeof byte, "%02x", digest[i]);
-    hex += byte;
-  }
-  return hex;
-}
-
-/// The targets of a --target list: CPU targets, no two needing the same CPU
-/// features (the runtime could not choose between them).
-std::vector<target::TargetDescription> parseTargets(const std::string &list) {
-  std::vector<target::TargetDescription> targets;
-  for (const std::string &spec : splitTargetList(list)) {
-    llvm::Expected<target::TargetDescription> t = target::parseTarget(spec);
-    if (!t)
-      throw std::runtime_error("--target: " + llvm::toString(t.takeError()));
-    if (!t->isCpu())
-      throw std::runtime_error("--target " + spec +
-                               ": only CPU targets compile to artifacts yet "
-                               "(the CUDA backend comes later)");
-    std::vector<std::string> features = codegen::requiredCpuFeatures(*t);
-    std::sort(features.begin(), features.end());
-    for (const target::TargetDescription &other : targets) {
-      std::vector<std::string> theirs = codegen::requiredCpuFeatures(other);
-      std::sort(theirs.begin(), theirs.end());
-      if (theirs == features)
-        throw std::runtime_error(
-            "--target " + list + ": " + other.spec() + " and " + t->spec() +
-            " need the same CPU features, so the runtime could not choose "
-            "between their step libraries; give one of them");
-    }
-    targets.push_back(*t);
-  }
-  if (targets.empty())
-    throw std::runtime_error("--target: no target given");
-  return targets;
+  if (fs::copy_file(artifact, temp, fs::copy_options::overwrite_existing, ec))
+    fs::rename(temp, cached, ec);
+  if (ec)
+    fs::remove(temp, ec);
 }
 
 /// Compiles without the cache, writing the artifact to `output`: the model
@@ -167,18 +75,18 @@ std::vector<target::TargetDescription> parseTargets(const std::string &list) {
 void compileUncached(const CompileOptions &o,
                      const std::vector<target::TargetDescription> &targets,
                      const std::string &output) {
-  Progress progress(o.quiet, 2 + 3 * int(targets.size()));
+  Progress progress{o, 2 + 3 * int(targets.size())};
   progress("importing " + o.model);
   LoadedModel model = loadModel(o.model);
   runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
   for (auto decl : model.module->getOps<WeightDeclOp>())
     if (isa<BlockQuantizedTypeInterface>(
             decl.getTensorType().getElementType())) {
-      std::fprintf(stderr,
-                   "kiln: notice: %s has block-quantized (q8_0/q4_0) "
-                   "weights; they are widened to %s at compile time until "
-                   "Kiln reads them in place\n",
-                   o.model.c_str(), o.dtype.c_str());
+      if (o.notice)
+        o.notice(o.model +
+                 " has block-quantized (q8_0/q4_0) weights; they are widened "
+                 "to " +
+                 o.dtype + " at compile time until Kiln reads them in place");
       break;
     }
 
@@ -234,11 +142,39 @@ void compileUncached(const CompileOptions &o,
     libraries.push_back({targets[i], &compiled[i]});
   codegen::writeArtifact(*modules.front(), libraries, packedType(o.dtype), info,
                          output);
-  progress.done();
 }
 
-/// Writes the "sources" section of `artifact` under `dir` (the libraries'
-/// subdirectories included); returns how many files it wrote.
+} // namespace
+
+std::vector<target::TargetDescription>
+parseCompileTargets(const std::string &list) {
+  std::vector<target::TargetDescription> targets;
+  for (const std::string &spec : splitTargetList(list)) {
+    llvm::Expected<target::TargetDescription> t = target::parseTarget(spec);
+    if (!t)
+      throw std::runtime_error("--target: " + llvm::toString(t.takeError()));
+    if (!t->isCpu())
+      throw std::runtime_error("--target " + spec +
+                               ": only CPU targets compile to artifacts yet "
+                               "(the CUDA backend comes later)");
+    std::vector<std::string> features = codegen::requiredCpuFeatures(*t);
+    std::sort(features.begin(), features.end());
+    for (const target::TargetDescription &other : targets) {
+      std::vector<std::string> theirs = codegen::requiredCpuFeatures(other);
+      std::sort(theirs.begin(), theirs.end());
+      if (theirs == features)
+        throw std::runtime_error(
+            "--target " + list + ": " + other.spec() + " and " + t->spec() +
+            " need the same CPU features, so the runtime could not choose "
+            "between their step libraries; give one of them");
+    }
+    targets.push_back(*t);
+  }
+  if (targets.empty())
+    throw std::runtime_error("--target: no target given");
+  return targets;
+}
+
 size_t extractSources(const std::string &artifact, const std::string &dir) {
   runtime::Artifact file = runtime::Artifact::open(artifact, false);
   file.verifySection(runtime::section::kSources);
@@ -256,8 +192,6 @@ size_t extractSources(const std::string &artifact, const std::string &dir) {
   }
   return count;
 }
-
-} // namespace
 
 std::vector<std::string> splitTargetList(const std::string &list) {
   std::vector<std::string> specs;
@@ -277,7 +211,8 @@ std::vector<std::string> splitTargetList(const std::string &list) {
 
 CompileResult compileModel(const CompileOptions &o) {
   auto start = std::chrono::steady_clock::now();
-  std::vector<target::TargetDescription> targets = parseTargets(o.target);
+  std::vector<target::TargetDescription> targets =
+      parseCompileTargets(o.target);
   packedType(o.dtype); // check early
   if (o.output.empty() && o.emitSource.empty())
     throw std::runtime_error("kiln compile needs -o ARTIFACT, --emit-source "
@@ -288,12 +223,8 @@ CompileResult compileModel(const CompileOptions &o) {
     result.targets.push_back(t.name);
   result.artifact = o.output;
   fs::path cached;
-  if (o.useCache) {
-    fs::path dir = cacheDirectory();
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    cached = dir / (cacheKey(o, targets) + ".kiln");
-  }
+  if (o.useCache)
+    cached = compileCachePath(o, targets);
   // Sources only: the artifact is the cache's, or a temporary file.
   fs::path output = o.output;
   struct Temporary {
@@ -320,10 +251,8 @@ CompileResult compileModel(const CompileOptions &o) {
   }
   if (!result.fromCache) {
     compileUncached(o, targets, output.string());
-    if (!cached.empty() && fs::absolute(output) != fs::absolute(cached)) {
-      std::error_code ec;
-      fs::copy_file(output, cached, fs::copy_options::overwrite_existing, ec);
-    }
+    if (!cached.empty() && fs::absolute(output) != fs::absolute(cached))
+      storeInCache(output, cached);
   }
   if (!o.emitSource.empty())
     result.sourcesWritten = extractSources(output.string(), o.emitSource);
@@ -334,16 +263,32 @@ CompileResult compileModel(const CompileOptions &o) {
 }
 
 std::string compiledArtifactFor(const CompileOptions &options) {
-  std::vector<target::TargetDescription> targets = parseTargets(options.target);
-  fs::path dir = cacheDirectory();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
+  std::vector<target::TargetDescription> targets =
+      parseCompileTargets(options.target);
   CompileOptions o = options;
-  o.output = (dir / (cacheKey(options, targets) + ".kiln")).string();
+  o.output = compileCachePath(options, targets).string();
+  o.emitSource.clear();
   o.useCache = false;
   if (!fs::exists(o.output))
     compileModel(o);
   return o.output;
+}
+
+void fuseLoadedModel(LoadedModel &model, bool builtin, bool explain,
+                     const std::string &rulesFile) {
+  setExplainFusion(explain);
+  PassManager pm(model.context.get());
+  if (builtin)
+    addFusionPasses(pm);
+  if (!rulesFile.empty()) {
+    ApplyFusionRulesOptions options;
+    options.rules = rulesFile;
+    pm.addPass(createApplyFusionRules(options));
+    // The rule driver does not fold what the rules create.
+    pm.addPass(mlir::createCanonicalizerPass());
+  }
+  if (failed(pm.run(*model.module)))
+    throw std::runtime_error("fusion failed (see the errors above)");
 }
 
 } // namespace kiln

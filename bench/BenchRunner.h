@@ -1,0 +1,121 @@
+//===- BenchRunner.h - Timing prefill and decode of an artifact -*- C++ -*-===//
+//
+// Part of Kiln's benchmark library. Times prefill and decode of a compiled
+// artifact at each thread count asked for, and measures the machine's limits
+// in the same run on the model's own thread pool (runtime/MachineProbe.h):
+// a shared host's bandwidth drifts from minute to minute, so a limit
+// measured at another time is no limit. Each figure is `repeat` timed runs
+// after a warm-up, reported as their median with the slowest and fastest
+// beside it (bench/README.md, "Protocol"). Per-kernel profiles run
+// separately, so their clock reads do not touch the timed figures.
+//
+// The results are plain data; BenchReport.h prints them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_BENCH_BENCHRUNNER_H
+#define KILN_BENCH_BENCHRUNNER_H
+
+#include "bench/StepWork.h"
+#include "runtime/CompiledModel.h"
+#include "runtime/MachineProbe.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kiln::bench {
+
+struct BenchOptions {
+  std::string artifact;
+  std::vector<int64_t> promptTokens = {128, 512};
+  int64_t genTokens = 128;
+  std::vector<int> threads; ///< empty: 1 and every core this process may use
+  int repeat = 5;
+  uint64_t seed = 1; ///< of the random token ids
+  /// Bytes of each triad array of the bandwidth probes (the read probe
+  /// reads 3x this); 0: the probe's default (far larger than the caches).
+  /// Tests pass a small size.
+  int64_t triadArrayBytes = 0;
+  std::string json; ///< write every number here
+  std::string plot; ///< draw tokens/s vs threads here (PNG, gnuplot)
+  bool profile = false;
+  /// Leave the artifact's pages in the page cache as they are, instead of
+  /// evicting them before each load (see bench/README.md, "Page cache").
+  bool keepPageCache = false;
+  std::string command; ///< the command line, quoted in the report's header
+};
+
+/// The timed runs of one cell, in seconds.
+struct Samples {
+  std::vector<double> seconds;
+  double best() const;
+  double worst() const;
+  double median() const;
+};
+
+struct PrefillResult {
+  int64_t promptTokens = 0;
+  Samples samples;
+  double flopsPerToken = 0;
+};
+
+/// One kernel's share of a profiled run: every call of it, all layers.
+struct KernelTime {
+  std::string kernel, op;
+  double seconds = 0;
+  int64_t calls = 0;
+};
+
+struct Profile {
+  std::string what;  ///< "prefill of P tokens" or "decode of G tokens"
+  int64_t steps = 0; ///< step-library calls profiled
+  double seconds = 0;
+  std::vector<KernelTime> kernels; ///< slowest first
+};
+
+/// Everything measured at one thread count.
+struct ThreadResult {
+  int threads = 0;
+  runtime::MachineProbeResult machine;
+  std::vector<PrefillResult> prefill; ///< one per BenchOptions::promptTokens
+  Samples decode;
+  /// The read probe's samples (bytes/s): its first, then one before and
+  /// one after each timed decode run. machine.readBandwidth is the best.
+  std::vector<double> readSamples;
+  std::vector<Profile> profiles; ///< prefill, then decode; empty unless asked
+};
+
+/// A whole benchmark: the settings, what the artifact's step costs, and the
+/// figures of every thread count.
+struct BenchResults {
+  BenchOptions options;
+  /// The manifest as the loaded model describes it (the step library it
+  /// runs).
+  runtime::ArtifactManifest manifest;
+  StepWork work;
+  int64_t weightsSectionBytes = 0; ///< of the library the model runs
+  std::string date;                ///< "YYYY-MM-DD HH:MM UTC"
+  std::string cpu;                 ///< the host CPU's model name
+  std::vector<ThreadResult> runs;  ///< one per BenchOptions::threads
+};
+
+/// Receives one line of progress ("1 thread: decode of 128 tokens").
+using BenchProgress = std::function<void(const std::string &)>;
+
+/// Loads `options.artifact` once per entry of `options.threads` (which must
+/// not be empty) with that many threads and times it. The options are taken
+/// as checked against the artifact (lengths within its context). Throws
+/// std::exception naming the file at fault.
+BenchResults runBenchmark(const BenchOptions &options,
+                          const BenchProgress &progress);
+
+/// Writes back and drops the page cache's copy of `path`, so the load that
+/// follows reads it from the file system. Best effort: on failure the pages
+/// stay.
+void evictFromPageCache(const std::string &path);
+
+} // namespace kiln::bench
+
+#endif // KILN_BENCH_BENCHRUNNER_H

@@ -1,0 +1,81 @@
+//===- StepWork.h - What a step of a compiled model costs -------*- C++ -*-===//
+//
+// Part of Kiln's benchmark library. `kiln bench` quotes every speed against
+// a limit (decode's bytes against the read bandwidth, prefill's FLOPs against
+// the FMA peak), so the bytes and FLOPs of a step must be right for the
+// artifact actually timed. They are counted here from the step library's
+// manifest: its packed weight entries (runtime/PackedWeight.h: shape, layout,
+// type and bytes as stored, written by the code generator) and the model's
+// recorded attention shape (heads, kv heads, head size), not from tensor
+// names or a model-shape formula. bench/README.md, "What is measured", says
+// what each figure counts and what it leaves out.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_BENCH_STEPWORK_H
+#define KILN_BENCH_STEPWORK_H
+
+#include "runtime/CompiledModel.h"
+
+#include <cstdint>
+#include <string>
+
+namespace kiln::bench {
+
+/// The work of a step, counted from the packed GEMM weights the manifest
+/// lists (layout "panels"): these are what the kernels read, classifier
+/// included.
+struct StepWork {
+  int64_t layers = 0, vocab = 0;
+  /// The model width: the classifier's K.
+  int64_t dim = 0;
+  /// The width attention works in: query heads x head size.
+  int64_t qDim = 0;
+  /// Parameters of every GEMM weight but the classifier: run for every
+  /// token.
+  int64_t layerGemmParameters = 0;
+  /// The classifier [vocab, dim]: run once per logit row.
+  int64_t classifierParameters = 0;
+  /// The panels' bytes as stored (padding rows and pairs included): what a
+  /// decode step reads.
+  int64_t gemmBytes = 0;
+  int64_t gemmEntries = 0;
+  /// Bytes one position adds to the KV cache: a key and a value row of
+  /// kv heads x head size floats in every layer (the runtime's cache holds
+  /// f32 whatever the weights' type). Not counted in decode's bytes.
+  int64_t kvBytesPerToken = 0;
+  /// The GEMMs multiply in bf16 dot products (panels packed as k pairs):
+  /// prefill is then measured against the bf16 dot peak.
+  bool bf16Dot = false;
+
+  /// FLOPs per token of a P-token prefill with logits for its last row:
+  /// 2 per GEMM weight parameter, the classifier's shared by the P tokens,
+  /// and causal attention: token i scores and mixes i + 1 positions at
+  /// 2 x 2 x qDim FLOPs each, in every layer; averaged over the prompt,
+  /// 2 x layers x qDim x (P + 1) per token.
+  double prefillFlopsPerToken(int64_t p) const;
+
+  /// FLOPs of one decode step at `position` (it attends to positions
+  /// 0..position): 2 per GEMM weight parameter, classifier included, and
+  /// 2 x 2 x qDim per attended position in every layer.
+  double decodeFlopsPerToken(int64_t position) const;
+
+  /// Bytes of KV cache a decode step at `position` reads: every layer's
+  /// keys and values of positions 0..position.
+  int64_t decodeKvBytes(int64_t position) const;
+};
+
+/// Counts the work of a step of `library` (one of `manifest.libraries`).
+/// Throws std::runtime_error naming `artifactPath` when the manifest lacks
+/// what the count needs (packed weight entries, `model.heads`): artifacts
+/// written before Kiln recorded them need recompiling.
+StepWork countStepWork(const runtime::ArtifactManifest &manifest,
+                       const runtime::StepLibraryManifest &library,
+                       const std::string &artifactPath);
+
+/// The work of a step of the library `model` runs.
+StepWork countStepWork(const runtime::CompiledModel &model);
+
+} // namespace kiln::bench
+
+#endif // KILN_BENCH_STEPWORK_H
