@@ -135,6 +135,16 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
       heads = scores.getQuery().getType().getDimSize(1);
     return heads ? WalkResult::interrupt() : WalkResult::advance();
   });
+  // The attention's sliding window, if any: the runtime frees KV blocks
+  // wholly outside it.
+  int64_t window = 0;
+  step.walk([&](Operation *op) {
+    if (auto fused = dyn_cast<AttentionOp>(op); fused && fused.getWindow())
+      window = int64_t(*fused.getWindow());
+    else if (auto mask = dyn_cast<AttentionMaskOp>(op);
+             mask && mask.getWindow())
+      window = int64_t(*mask.getWindow());
+  });
   if (model.contextLength <= 0)
     throw std::runtime_error(model.source + ": the model declares no context "
                                             "length; pass --context N");
@@ -201,7 +211,8 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
        {{"element_type", "f32"},
         {"layers", cacheType.getNumLayers()},
         {"kv_heads", cacheType.getNumKvHeads()},
-        {"head_dim", cacheType.getHeadDim()}}},
+        {"head_dim", cacheType.getHeadDim()},
+        {"sliding_window", window}}},
       {"step", list[0]["step"]},
       {"compile",
        {{"emit_seconds", emitSeconds}, {"compile_seconds", compileSeconds}}},

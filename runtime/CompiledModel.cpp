@@ -201,6 +201,17 @@ ArtifactManifest parseManifest(const std::string &path, std::string_view text) {
                                        (*model)["heads"].is_number_integer())
     m.heads = (*model)["heads"].get<int64_t>();
   m.stopsAtEos = field<bool>(path, json, "model", "stops_at_eos");
+  if (auto cache = json.find("cache"); cache != json.end()) {
+    if (auto w = cache->find("sliding_window");
+        w != cache->end() && w->is_number_integer())
+      m.slidingWindow = w->get<int64_t>();
+    if (auto type = cache->find("element_type");
+        type != cache->end() && type->is_string())
+      m.cacheElementType = type->get<std::string>();
+  }
+  if (m.cacheElementType != "f32")
+    fail(path, "KV cache element type '" + m.cacheElementType +
+                   "' is not one this runtime reads (f32)");
   if (m.vocabSize <= 0 || m.contextLength <= 0 || m.layers <= 0 ||
       m.kvHeads <= 0 || m.headDim <= 0)
     fail(path, "manifest sizes must be positive");
@@ -276,17 +287,16 @@ CompiledModel::CompiledModel(Artifact file, StepLibrary library,
     throw std::bad_alloc();
   if (options.contextLength > 0)
     this->info.contextLength = options.contextLength;
-  int64_t row = this->info.kvHeads * this->info.headDim;
-  int64_t seqs = std::max(options.maxSequences, 1);
-  cache.position_stride = row;
-  cache.seq_stride = row * this->info.contextLength;
-  cache.layer_stride = cache.seq_stride * seqs;
-  cache.max_seqs = int32_t(seqs);
-  cache.max_positions = int32_t(this->info.contextLength);
-  keys.assign(size_t(cache.layer_stride * this->info.layers), 0.0f);
-  values.assign(keys.size(), 0.0f);
-  cache.keys = keys.data();
-  cache.values = values.data();
+  PagedKVCacheOptions kv;
+  kv.layers = this->info.layers;
+  kv.kvHeads = this->info.kvHeads;
+  kv.headDim = this->info.headDim;
+  kv.maxSequences = std::max(options.maxSequences, 1);
+  kv.maxPositions = this->info.contextLength;
+  kv.blockPositions = options.kvBlockPositions;
+  kv.budgetBytes = options.kvMemoryBytes;
+  kv.slidingWindow = this->info.slidingWindow;
+  cache = std::make_unique<PagedKVCache>(kv);
 }
 
 CompiledModel::~CompiledModel() = default;
@@ -297,10 +307,9 @@ TokenizerSpec CompiledModel::tokenizerSpec() const {
   return tokenizerSpecFromJson(file.section(section::kTokenizer));
 }
 
-void CompiledModel::reset() {
-  std::fill(keys.begin(), keys.end(), 0.0f);
-  std::fill(values.begin(), values.end(), 0.0f);
-}
+void CompiledModel::reset() { cache->reset(); }
+
+void CompiledModel::freeSequence(int32_t seq) { cache->freeSequence(seq); }
 
 void CompiledModel::setProfiling(bool enabled) {
   profiling = enabled;
@@ -319,8 +328,8 @@ std::vector<CompiledModel::ProfileEntry> CompiledModel::profile() const {
 std::vector<float> CompiledModel::step(const StepBatch &batch) {
   StepLimits limits;
   limits.vocabSize = int32_t(info.vocabSize);
-  limits.maxSequences = cache.max_seqs;
-  limits.contextLength = cache.max_positions;
+  limits.maxSequences = cache->abi()->max_seqs;
+  limits.contextLength = int32_t(info.contextLength);
   if (std::optional<std::string> error = validateStepBatch(batch, limits))
     throw std::invalid_argument("invalid step: " + *error);
   std::vector<float> logits;
@@ -349,12 +358,14 @@ void CompiledModel::runChunk(const StepBatch &batch, size_t begin, size_t end,
   args.logits = logits.data() + first;
   args.weights = reinterpret_cast<const uint8_t *>(weightBytes.data());
   args.arena = static_cast<uint8_t *>(arena.get());
-  args.cache = &cache;
+  cache->prepareStep(batch, begin, end);
+  args.cache = cache->abi();
   args.parallel = &parallel;
   args.call_seconds = profiling ? callSeconds.data() : nullptr;
   if (int32_t status = library.step(args); status != 0)
     throw std::runtime_error(file.path() + ": the step failed with status " +
                              std::to_string(status));
+  cache->finishStep(batch, begin, end);
 }
 
 } // namespace kiln::runtime

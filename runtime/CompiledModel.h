@@ -14,6 +14,7 @@
 
 #include "runtime/Artifact.h"
 #include "runtime/PackedWeight.h"
+#include "runtime/PagedKVCache.h"
 #include "runtime/StepBatch.h"
 #include "runtime/StepLibrary.h"
 #include "runtime/ThreadPool.h"
@@ -65,6 +66,11 @@ struct ArtifactManifest {
   /// Query heads of attention (heads x head_dim is the width attention
   /// works in); 0 in artifacts that predate it.
   int64_t heads = 0;
+  /// The attention's sliding window (0: none): cache blocks wholly before
+  /// every future token's window are freed.
+  int64_t slidingWindow = 0;
+  /// The KV cache's element type; "f32" is the only one so far.
+  std::string cacheElementType = "f32";
   bool stopsAtEos = false;
 };
 
@@ -86,9 +92,14 @@ chooseStepLibrary(const std::vector<std::vector<std::string>> &required,
 
 struct CompiledModelOptions {
   int threads = 0;      ///< 0: one per core this process may use
-  int maxSequences = 1; ///< KV cache slots
-  /// Positions per sequence in the KV cache (0: the manifest's context).
+  int maxSequences = 1; ///< sequences the KV cache's block tables hold
+  /// Positions a sequence may reach (0: the manifest's context).
   int64_t contextLength = 0;
+  /// Bytes of the KV cache's block pool (0: enough for every sequence to
+  /// reach the context length).
+  int64_t kvMemoryBytes = 0;
+  /// Positions per KV cache block (a power of two).
+  int32_t kvBlockPositions = 16;
   bool verifyHashes = true;
 };
 
@@ -120,8 +131,13 @@ public:
   /// compiled max_tokens runs as several steps. Throws on an invalid batch.
   std::vector<float> step(const StepBatch &batch);
 
-  /// Forgets every sequence (the cache is overwritten as positions refill).
+  /// Forgets every sequence, returning their KV blocks to the pool.
   void reset();
+  /// Forgets sequence `seq`, returning its KV blocks to the pool.
+  void freeSequence(int32_t seq);
+  /// The paged KV cache the steps read and write.
+  PagedKVCache &kvCache() { return *cache; }
+  const PagedKVCache &kvCache() const { return *cache; }
 
   /// Profiling: while enabled, every step adds each kernel call's time to
   /// profile() (one entry per call of the step, named as the library names
@@ -150,8 +166,7 @@ private:
     void operator()(void *p) const;
   };
   std::unique_ptr<void, FreeDeleter> arena; ///< aligned_alloc'd
-  std::vector<float> keys, values;
-  kiln_kv_cache cache;
+  std::unique_ptr<PagedKVCache> cache;
   bool profiling = false;
   std::vector<double> callSeconds;
 };

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_STEP_ABI_VERSION 1
+#define KILN_STEP_ABI_VERSION 2
 
 /* A chunk of parallel work: fn(ctx, begin, end) handles [begin, end). */
 typedef void (*kiln_task_fn)(void *ctx, int64_t begin, int64_t end);
@@ -36,18 +36,31 @@ typedef struct kiln_parallel {
   int32_t threads;
 } kiln_parallel;
 
-/* The runtime's KV cache: per layer, sequence and position, kv_heads x
- * head_dim elements of the manifest's cache element type, for keys and for
- * values. Strides are in elements. A paged cache replaces this struct (and
- * bumps the ABI version); the IR does not change. */
+/* The runtime's paged KV cache. Keys and values live in two pools of
+ * fixed-size blocks, each block holding `block_positions` consecutive
+ * positions (a power of two) of one sequence for every layer: position p of
+ * sequence s is in block block_tables[s * max_blocks_per_seq +
+ * p / block_positions], and its row of kv_heads x head_dim elements of the
+ * manifest's cache element type (KILN_KV_F32 only so far) starts at
+ *
+ *   block * block_stride + layer * layer_stride
+ *       + (p % block_positions) * position_stride
+ *
+ * elements into `keys` (and `values`). Strides are in elements. The runtime
+ * maps every block a step writes or reads before the step runs; an entry of
+ * -1 is a block the sequence does not hold (not yet written, or freed as
+ * wholly outside a sliding window), which the step never touches. */
 typedef struct kiln_kv_cache {
   void *keys;
   void *values;
+  int64_t block_stride;
   int64_t layer_stride;
-  int64_t seq_stride;
   int64_t position_stride;
+  const int32_t *block_tables; /* [max_seqs, max_blocks_per_seq] */
+  int32_t max_blocks_per_seq;
+  int32_t block_positions;
   int32_t max_seqs;
-  int32_t max_positions;
+  int32_t max_positions; /* max_blocks_per_seq * block_positions */
 } kiln_kv_cache;
 
 /* One step: the arguments of the step function, the buffers it uses and

@@ -40,6 +40,10 @@ const std::vector<KernelLibraryFile> &kernelLibrary() {
 #include "kernels/Rope.h.inc"
       },
       {
+          "kernels/KVCache.h",
+#include "kernels/KVCache.h.inc"
+      },
+      {
           "kernels/Gather.h",
 #include "kernels/Gather.h.inc"
       },

@@ -420,29 +420,44 @@ TEST_F(KernelTest, Gemm) {
 
 //===--- Attention --------------------------------------------------------===//
 
-/// A KV cache for tests: 2 layers, 3 sequences, 96 positions, random
-/// entries everywhere (the kernels must mask what a token does not see), and
-/// strides padded past the rows so that a kernel confusing them fails.
+/// A paged KV cache for tests: 2 layers, 3 sequences of 96 positions in
+/// blocks of 8, their blocks scattered through a pool with spare blocks by a
+/// random permutation, random entries everywhere (the kernels must mask what
+/// a token does not see), and strides padded past the rows so that a kernel
+/// confusing them fails.
 struct TestCache {
-  static constexpr int64_t kLayers = 2, kSeqs = 3, kPositions = 96;
+  static constexpr int64_t kLayers = 2, kSeqs = 3, kPositions = 96,
+                           kBlockPositions = 8,
+                           kBlocksPerSeq = kPositions / kBlockPositions,
+                           kPoolBlocks = kSeqs * kBlocksPerSeq + 5;
   int64_t hkv, d;
   std::vector<float> keys, values;
+  std::vector<int32_t> tables;
   kiln_kv_cache cache{};
 
   TestCache(int64_t hkv, int64_t d, std::mt19937 &rng) : hkv(hkv), d(d) {
     cache.position_stride = hkv * d + 5;
-    cache.seq_stride = kPositions * cache.position_stride + 7;
-    cache.layer_stride = kSeqs * cache.seq_stride + 11;
+    cache.layer_stride = kBlockPositions * cache.position_stride + 7;
+    cache.block_stride = kLayers * cache.layer_stride + 11;
+    std::vector<int32_t> blocks(kPoolBlocks);
+    for (int32_t i = 0; i < kPoolBlocks; ++i)
+      blocks[i] = i;
+    std::shuffle(blocks.begin(), blocks.end(), rng);
+    tables.assign(blocks.begin(), blocks.begin() + kSeqs * kBlocksPerSeq);
+    cache.block_tables = tables.data();
+    cache.max_blocks_per_seq = kBlocksPerSeq;
+    cache.block_positions = kBlockPositions;
     cache.max_seqs = kSeqs;
     cache.max_positions = kPositions;
-    keys = uniform(rng, kLayers * cache.layer_stride, -1, 1);
-    values = uniform(rng, kLayers * cache.layer_stride, -1, 1);
+    keys = uniform(rng, kPoolBlocks * cache.block_stride, -1, 1);
+    values = uniform(rng, kPoolBlocks * cache.block_stride, -1, 1);
     cache.keys = keys.data();
     cache.values = values.data();
   }
   int64_t at(int64_t layer, int64_t seq, int64_t pos, int64_t head) const {
-    return layer * cache.layer_stride + seq * cache.seq_stride +
-           pos * cache.position_stride + head * d;
+    int64_t block = tables[seq * kBlocksPerSeq + pos / kBlockPositions];
+    return block * cache.block_stride + layer * cache.layer_stride +
+           pos % kBlockPositions * cache.position_stride + head * d;
   }
 };
 
@@ -1061,10 +1076,13 @@ TEST_F(KernelTest, KvAppend) {
 
 // kiln.kv_read: [T, S, HKV, D] keys and values for S cached positions
 // (cached_positions: the step's largest position plus one, and odd counts).
+// Positions past a token's own, and blocks its sequence does not hold (-1 in
+// the table: freed outside a sliding window), read as zeros.
 TEST_F(KernelTest, KvRead) {
   std::mt19937 rng(15000);
   const int64_t HKV = kt::kKvHeads, D = kt::kKvDim;
   TestCache cache(HKV, D, rng);
+  cache.tables[1 * TestCache::kBlocksPerSeq + 0] = -1; // seq 1's first block
   for (int64_t tokens : {int64_t(1), int64_t(5), int64_t(17)}) {
     Batch batch = randomTokens(rng, tokens);
     kiln_step_args a{};
@@ -1082,7 +1100,15 @@ TEST_F(KernelTest, KvRead) {
         for (int64_t p = 0; p < S; ++p)
           for (int64_t h = 0; h < HKV; ++h)
             for (int64_t i = 0; i < D; ++i) {
-              int64_t at = cache.at(layer, batch.seqIds[t], p, h) + i;
+              int32_t seq = batch.seqIds[t];
+              bool held = cache.tables[seq * TestCache::kBlocksPerSeq +
+                                       p / TestCache::kBlockPositions] >= 0;
+              if (p > batch.positions[t] || !held) {
+                wantKeys.push_back(0.0f);
+                wantValues.push_back(0.0f);
+                continue;
+              }
+              int64_t at = cache.at(layer, seq, p, h) + i;
               wantKeys.push_back(cache.keys[at]);
               wantValues.push_back(cache.values[at]);
             }

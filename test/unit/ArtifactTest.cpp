@@ -589,7 +589,9 @@ TEST(StepLibrary, RefusesAnotherAbiVersion) {
   const std::string future = readFile(KILN_TEST_STEP_LIBRARY_V999);
   const std::string expected =
       "model.kiln: section 'code': the step library has ABI version 999, "
-      "this Kiln runs version 1; compile the model again with this Kiln";
+      "this Kiln runs version " +
+      std::to_string(KILN_STEP_ABI_VERSION) +
+      "; compile the model again with this Kiln";
   EXPECT_EQ(artifactErrorOf([&] { StepLibrary::load(future, "model.kiln"); }),
             expected);
   // With a good library loaded, and after one was unloaded (it stays mapped:

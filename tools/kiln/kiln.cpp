@@ -61,6 +61,7 @@ struct RunOptions {
   bool interpret = false;
   std::string target = "native", dtype = "f32";
   int threads = 0;
+  int64_t kvMemory = 0; ///< bytes of KV cache blocks; 0: the whole context
 };
 
 /// Whether `path` starts with an artifact's magic.
@@ -121,6 +122,7 @@ int runArtifact(const RunOptions &o, const std::string &path) {
   runtime::CompiledModelOptions options;
   options.threads = o.threads;
   options.contextLength = o.context;
+  options.kvMemoryBytes = o.kvMemory;
   std::unique_ptr<runtime::CompiledModel> model =
       runtime::CompiledModel::load(path, options);
   if (model->manifest().libraries.size() > 1)
@@ -132,8 +134,18 @@ int runArtifact(const RunOptions &o, const std::string &path) {
   auto step = [&](const runtime::StepBatch &batch) {
     return model->step(batch);
   };
-  return generateAndPrint(o, tokenizer, step, model->manifest().contextLength,
-                          model->manifest().stopsAtEos);
+  int status =
+      generateAndPrint(o, tokenizer, step, model->manifest().contextLength,
+                       model->manifest().stopsAtEos);
+  const runtime::PagedKVCache &kv = model->kvCache();
+  std::fprintf(stderr,
+               "kiln: KV cache: %d of %d blocks of %d positions used, %lld "
+               "bytes a position, %.1f MiB pool\n",
+               kv.tables().usedBlocks(), kv.numBlocks(),
+               kv.tables().blockPositions(),
+               static_cast<long long>(kv.bytesPerPosition()),
+               double(kv.poolBytes()) / (1024.0 * 1024.0));
+  return status;
 }
 
 /// Runs the IR in the reference interpreter (.mlir modules, --interpret,
@@ -521,6 +533,11 @@ int main(int argc, char **argv) {
       ->add_option("--threads", runOptions.threads,
                    "Threads for a compiled model (default: all cores)")
       ->check(CLI::NonNegativeNumber);
+  runCmd
+      ->add_option("--kv-memory", runOptions.kvMemory,
+                   "Bytes of KV cache blocks for a compiled model, e.g. "
+                   "512MiB (default: enough for the whole context)")
+      ->transform(CLI::AsSizeValue(false));
 
   DemoOptions demoOptions;
   CLI::App *demoCmd = app.add_subcommand(

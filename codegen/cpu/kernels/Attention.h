@@ -2,8 +2,9 @@
 //
 // Part of Kiln's CPU kernel library. kiln.attention: softmax(mask(scale ·
 // Q·Kᵀ)) · V per token and query head over the layer's cached keys and
-// values (f32), with an online softmax over blocks of cached positions, so
-// scores are never materialized. Jobs are (block of q tokens, head). Tokens
+// values (f32, in the runtime's paged cache: KVCache.h), with an online
+// softmax over blocks of cached positions, so scores are never
+// materialized. Jobs are (block of q tokens, head). Tokens
 // of a job that are not one sequence's consecutive positions (decode, steps
 // that mix sequences) run one (token, head) at a time over blocks of
 // DECODE_KV_BLOCK positions; a prefill chunk of one sequence runs its rows of
@@ -20,6 +21,7 @@
 #ifndef KILN_KERNELS_ATTENTION_H
 #define KILN_KERNELS_ATTENTION_H
 
+#include "KVCache.h"
 #include "Vector.h"
 
 namespace kiln::kernels {
@@ -80,10 +82,7 @@ template <class C> struct Attention {
       int64_t pos = g.a->positions[t];
       int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
       const float *q = g.q + (t * H + h) * D;
-      int64_t base =
-          g.layer * c->layer_stride + g.a->seq_ids[t] * c->seq_stride + kvh * D;
-      const float *keys = static_cast<const float *>(c->keys) + base;
-      const float *values = static_cast<const float *>(c->values) + base;
+      const int64_t seq = g.a->seq_ids[t];
       float m = -INFINITY, l = 0.0f, acc[D],
             score[DECODE_KV_PADDED]; // whole vectors: the vector loop stays in
                                      // bounds
@@ -94,7 +93,7 @@ template <class C> struct Attention {
             s0 + DECODE_KV_BLOCK <= pos + 1 ? s0 + DECODE_KV_BLOCK : pos + 1;
         float blockMax = -INFINITY;
         for (int64_t s = s0; s < s1; ++s) {
-          score[s - s0] = dot(q, keys + s * c->position_stride) * SCALE;
+          score[s - s0] = dot(q, kv_keys(c, g.layer, seq, s) + kvh * D) * SCALE;
           blockMax = score[s - s0] > blockMax ? score[s - s0] : blockMax;
         }
         // Online softmax: rescale what was summed so far to the new maximum.
@@ -112,7 +111,7 @@ template <class C> struct Attention {
         for (int64_t s = s0; s < s1; ++s) {
           float p = score[s - s0];
           l += p;
-          const float *v = values + s * c->position_stride;
+          const float *v = kv_values(c, g.layer, seq, s) + kvh * D;
           for (int64_t i = 0; i < D; ++i)
             acc[i] += p * v[i];
         }
@@ -146,10 +145,11 @@ template <class C> struct Attention {
 
   // What attend_rows keeps for its Q_BLOCK rows over the key blocks.
   struct RowsState {
-    const float *q;      // row 0's query (rows H * D apart)
-    const float *values; // position 0's values (position_stride apart)
-    int64_t stride;      // position_stride
-    int64_t p0;          // row 0's position
+    const float *q; // row 0's query (rows H * D apart)
+    int64_t p0;     // row 0's position
+    // The current key block's values, a row pointer per position (the block
+    // may span blocks of the paged cache).
+    const float *values[KV_PADDED];
     float m[Q_BLOCK], l[Q_BLOCK], acc[Q_BLOCK][D];
     float kt[D][KV_PADDED]; // the key block, transposed, zero past its end
   };
@@ -242,7 +242,7 @@ template <class C> struct Attention {
         for (int64_t i = 0; i < D / V; ++i)
           o[r][i] = vload(&st.acc[r0 + r][i * V]);
       for (int64_t j = 0; j < n; ++j) {
-        const float *v = st.values + (s0 + j) * st.stride;
+        const float *v = st.values[j];
         vfloat vv[D / V];
         for (int64_t i = 0; i < D / V; ++i)
           vv[i] = vload(v + i * V);
@@ -263,7 +263,7 @@ template <class C> struct Attention {
           continue;
         for (int64_t j = 0; j < n; ++j) {
           float p = score[r][j];
-          const float *v = st.values + (s0 + j) * st.stride;
+          const float *v = st.values[j];
           for (int64_t i = 0; i < D; ++i)
             st.acc[r0 + r][i] += p * v[i];
         }
@@ -278,13 +278,9 @@ template <class C> struct Attention {
     const kiln_kv_cache *c = g.a->cache;
     const int64_t kvh = h / GROUP, rows = t1 - t0;
     const int64_t p0 = g.a->positions[t0], last = p0 + rows - 1;
-    int64_t base =
-        g.layer * c->layer_stride + g.a->seq_ids[t0] * c->seq_stride + kvh * D;
-    const float *keys = static_cast<const float *>(c->keys) + base;
+    const int64_t seq = g.a->seq_ids[t0];
     RowsState st;
     st.q = g.q + (t0 * H + h) * D;
-    st.values = static_cast<const float *>(c->values) + base;
-    st.stride = c->position_stride;
     st.p0 = p0;
     for (int64_t r = 0; r < rows; ++r) {
       st.m[r] = -INFINITY;
@@ -301,9 +297,10 @@ template <class C> struct Attention {
             st.kt[i][j] = 0.0f;
           continue;
         }
-        const float *k = keys + (s0 + j) * c->position_stride;
+        const float *k = kv_keys(c, g.layer, seq, s0 + j) + kvh * D;
         for (int64_t i = 0; i < D; ++i)
           st.kt[i][j] = k[i];
+        st.values[j] = kv_values(c, g.layer, seq, s0 + j) + kvh * D;
       }
       // Rows before the block's first position (s0 - p0) see none of it.
       int64_t r = s0 - p0 > 0 ? s0 - p0 : 0;

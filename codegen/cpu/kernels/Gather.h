@@ -10,6 +10,7 @@
 #ifndef KILN_KERNELS_GATHER_H
 #define KILN_KERNELS_GATHER_H
 
+#include "KVCache.h"
 #include "Vector.h"
 
 namespace kiln::kernels {
@@ -100,19 +101,17 @@ void kv_append(const kiln_step_args *a, int64_t layer, const float *keys,
   constexpr int64_t ROW = C::HKV * C::D;
   const kiln_kv_cache *c = a->cache;
   for (int64_t t = 0; t < a->tokens; ++t) {
-    int64_t at = layer * c->layer_stride + a->seq_ids[t] * c->seq_stride +
-                 a->positions[t] * c->position_stride;
-    memcpy(static_cast<float *>(c->keys) + at, keys + t * ROW,
-           ROW * sizeof(float));
-    memcpy(static_cast<float *>(c->values) + at, values + t * ROW,
+    int64_t seq = a->seq_ids[t], pos = a->positions[t];
+    memcpy(kv_keys(c, layer, seq, pos), keys + t * ROW, ROW * sizeof(float));
+    memcpy(kv_values(c, layer, seq, pos), values + t * ROW,
            ROW * sizeof(float));
   }
 }
 
 /// kiln.kv_read: keys[t, s] and values[t, s] ([C::HKV, C::D] each) are the
 /// cache's entries at (layer, seq_ids[t], s) for s < `s`. Positions past a
-/// token's own are whatever the cache slot holds (finite: the runtime zeroes
-/// the cache); attention masks them.
+/// token's own, and blocks the sequence does not hold (outside a sliding
+/// window), read as zeros; attention masks them.
 template <class C>
 void kv_read(const kiln_step_args *a, int64_t layer, int64_t s, float *keys,
              float *values) {
@@ -120,13 +119,17 @@ void kv_read(const kiln_step_args *a, int64_t layer, int64_t s, float *keys,
   const kiln_kv_cache *c = a->cache;
   parallel(a, a->tokens, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      int64_t base = layer * c->layer_stride + a->seq_ids[t] * c->seq_stride;
+      int64_t seq = a->seq_ids[t], pos = a->positions[t];
       for (int64_t p = 0; p < s; ++p) {
-        int64_t at = base + p * c->position_stride;
-        memcpy(keys + (t * s + p) * ROW,
-               static_cast<const float *>(c->keys) + at, ROW * sizeof(float));
-        memcpy(values + (t * s + p) * ROW,
-               static_cast<const float *>(c->values) + at, ROW * sizeof(float));
+        float *k = keys + (t * s + p) * ROW, *v = values + (t * s + p) * ROW;
+        int64_t entry = seq * c->max_blocks_per_seq + p / c->block_positions;
+        if (p > pos || c->block_tables[entry] < 0) {
+          memset(k, 0, ROW * sizeof(float));
+          memset(v, 0, ROW * sizeof(float));
+          continue;
+        }
+        memcpy(k, kv_keys(c, layer, seq, p), ROW * sizeof(float));
+        memcpy(v, kv_values(c, layer, seq, p), ROW * sizeof(float));
       }
     }
   });
