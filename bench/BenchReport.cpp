@@ -126,20 +126,25 @@ std::string quoted(const std::string &text) {
 // The table
 //===----------------------------------------------------------------------===//
 
-void printTable(const BenchResults &r, std::FILE *out) {
-  const StepWork &w = r.work;
-  const runtime::ArtifactManifest &m = r.manifest;
-  std::fprintf(out, "# %s\n", r.options.command.c_str());
-  std::fprintf(out, "date       %s\n", r.date.c_str());
-  std::fprintf(out, "host       %s; %s\n", r.cpu.c_str(),
+void printReportHeader(const BenchOptions &o, const std::string &date,
+                       const std::string &cpu,
+                       const runtime::ArtifactManifest &m, std::FILE *out) {
+  std::fprintf(out, "# %s\n", o.command.c_str());
+  std::fprintf(out, "date       %s\n", date.c_str());
+  std::fprintf(out, "host       %s; %s\n", cpu.c_str(),
                joined(runtime::detectCpuFeatures(), " ").c_str());
   std::fprintf(out,
                "artifact   %s: kiln %s, target %s, %s weights, %lld layers, "
                "vocab %lld, context %lld, max %lld tokens a step\n",
-               r.options.artifact.c_str(), m.kilnVersion.c_str(),
-               m.target.c_str(), m.weightType.c_str(), (long long)m.layers,
+               o.artifact.c_str(), m.kilnVersion.c_str(), m.target.c_str(),
+               m.weightType.c_str(), (long long)m.layers,
                (long long)m.vocabSize, (long long)m.contextLength,
                (long long)m.maxTokens);
+}
+
+void printTable(const BenchResults &r, std::FILE *out) {
+  const StepWork &w = r.work;
+  printReportHeader(r.options, r.date, r.cpu, r.manifest, out);
   std::fprintf(
       out,
       "counted    decode: %.1f MB of packed GEMM weights a token (%lld "

@@ -23,6 +23,13 @@
 
 namespace kiln::bench {
 
+/// The report's first lines: the command, the date, the host (CPU and its
+/// features) and the artifact (version, target, weights, model shape).
+void printReportHeader(const BenchOptions &options, const std::string &date,
+                       const std::string &cpu,
+                       const runtime::ArtifactManifest &manifest,
+                       std::FILE *out = stdout);
+
 /// The header (command, host, artifact, what is counted) and the table of
 /// limits and speeds, then a warning for any decode faster than its read
 /// probe (the probe did not bound it).

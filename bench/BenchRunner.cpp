@@ -273,9 +273,25 @@ ThreadResult benchThreads(const BenchOptions &o, int threads, bool verify,
   return result;
 }
 
+} // namespace
+
 //===----------------------------------------------------------------------===//
 // The whole run
 //===----------------------------------------------------------------------===//
+
+/// Decode streams the weights from the artifact's pages, and how they came
+/// into the cache matters: pages left by the writer of a just-compiled
+/// artifact can decode slower than the same file read back, where the page
+/// cache builds large folios (figures in bench/NOTES.md). Evicting first
+/// gives every run the read path, as after a reboot.
+void evictFromPageCache(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    return;
+  ::fdatasync(fd); // dirty pages are not dropped
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
 
 std::string hostCpuName() {
   std::ifstream in("/proc/cpuinfo");
@@ -296,22 +312,6 @@ std::string utcNow() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", &tm);
   return text;
-}
-
-} // namespace
-
-/// Decode streams the weights from the artifact's pages, and how they came
-/// into the cache matters: pages left by the writer of a just-compiled
-/// artifact can decode slower than the same file read back, where the page
-/// cache builds large folios (figures in bench/NOTES.md). Evicting first
-/// gives every run the read path, as after a reboot.
-void evictFromPageCache(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0)
-    return;
-  ::fdatasync(fd); // dirty pages are not dropped
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
 }
 
 BenchResults runBenchmark(const BenchOptions &options,

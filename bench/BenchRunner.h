@@ -44,6 +44,9 @@ struct BenchOptions {
   /// Leave the artifact's pages in the page cache as they are, instead of
   /// evicting them before each load (see bench/README.md, "Page cache").
   bool keepPageCache = false;
+  /// Batch sizes of the batched decode (bench/BatchRunner.h); empty: the
+  /// usual single-sequence figures instead.
+  std::vector<int> batch;
   std::string command; ///< the command line, quoted in the report's header
 };
 
@@ -115,6 +118,12 @@ BenchResults runBenchmark(const BenchOptions &options,
 /// follows reads it from the file system. Best effort: on failure the pages
 /// stay.
 void evictFromPageCache(const std::string &path);
+
+/// The host CPU's model name from /proc/cpuinfo ("unknown CPU" without it).
+std::string hostCpuName();
+
+/// Now, as "YYYY-MM-DD HH:MM UTC".
+std::string utcNow();
 
 } // namespace kiln::bench
 

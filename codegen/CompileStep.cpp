@@ -109,12 +109,13 @@ CompiledStep compileStep(ModuleOp module, WeightProvider &weights,
   compiled.weightsPath = in("weights.bin");
   WeightPacker packer(weights, compiled.weightsPath);
   std::unique_ptr<StepEmitter> emitter = createCpuStepEmitter(options.target);
-  EmittedStep emitted =
-      emitter->emit(getStepFunction(module), packer, {options.weightType});
+  EmittedStep emitted = emitter->emit(getStepFunction(module), packer,
+                                      {options.weightType, options.cacheType});
   compiled.weightsBytes = packer.finish();
   compiled.weightEntries = packer.entries();
   compiled.arenaBytes = emitted.arenaBytes;
   compiled.maxTokens = emitted.maxTokens;
+  compiled.cacheType = options.cacheType;
   compiled.kernelSummaries = emitted.kernelSummaries;
 
   std::vector<std::string> sources;

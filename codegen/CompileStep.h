@@ -23,6 +23,8 @@ namespace kiln::codegen {
 struct CompileStepOptions {
   target::TargetDescription target;
   PackedType weightType = PackedType::F32;
+  /// The KV cache's element type (EmitOptions::cacheType).
+  PackedType cacheType = PackedType::F32;
   /// Where sources, objects, the library and the packed weights go.
   std::string workDir;
   /// Compiler processes at once (0: one per hardware thread).
@@ -39,6 +41,7 @@ struct CompiledStep {
   std::vector<SourceFile> sources;
   int64_t arenaBytes = 0;
   int64_t maxTokens = 0;
+  PackedType cacheType = PackedType::F32;
   std::vector<std::string> kernelSummaries;
   std::vector<runtime::PackedWeight> weightEntries;
   double emitSeconds = 0, compileSeconds = 0;

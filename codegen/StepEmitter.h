@@ -47,6 +47,10 @@ struct EmittedStep {
 
 struct EmitOptions {
   PackedType weightType = PackedType::F32;
+  /// How the KV cache stores keys and values (`kiln compile --kv-type`): a
+  /// storage choice, like the weights', that the IR's f32 cache type does
+  /// not state. Kernels widen what they read to f32.
+  PackedType cacheType = PackedType::F32;
 };
 
 class StepEmitter {

@@ -135,6 +135,11 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
       heads = scores.getQuery().getType().getDimSize(1);
     return heads ? WalkResult::interrupt() : WalkResult::advance();
   });
+  PackedType cacheElement = libraries.front().compiled->cacheType;
+  for (const ArtifactLibrary &library : libraries)
+    if (library.compiled->cacheType != cacheElement)
+      throw std::runtime_error(path + ": step libraries disagree on the KV "
+                                      "cache's element type");
   // The attention's sliding window, if any: the runtime frees KV blocks
   // wholly outside it.
   int64_t window = 0;
@@ -208,7 +213,7 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
       {"target", list[0]["target"]},
       {"weights", list[0]["weights"]},
       {"cache",
-       {{"element_type", "f32"},
+       {{"element_type", packedTypeName(cacheElement).str()},
         {"layers", cacheType.getNumLayers()},
         {"kv_heads", cacheType.getNumKvHeads()},
         {"head_dim", cacheType.getHeadDim()},

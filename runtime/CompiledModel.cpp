@@ -209,9 +209,10 @@ ArtifactManifest parseManifest(const std::string &path, std::string_view text) {
         type != cache->end() && type->is_string())
       m.cacheElementType = type->get<std::string>();
   }
-  if (m.cacheElementType != "f32")
+  if (m.cacheElementType != "f32" && m.cacheElementType != "f16" &&
+      m.cacheElementType != "bf16")
     fail(path, "KV cache element type '" + m.cacheElementType +
-                   "' is not one this runtime reads (f32)");
+                   "' is not one this runtime reads (f32, f16, bf16)");
   if (m.vocabSize <= 0 || m.contextLength <= 0 || m.layers <= 0 ||
       m.kvHeads <= 0 || m.headDim <= 0)
     fail(path, "manifest sizes must be positive");
@@ -291,6 +292,7 @@ CompiledModel::CompiledModel(Artifact file, StepLibrary library,
   kv.layers = this->info.layers;
   kv.kvHeads = this->info.kvHeads;
   kv.headDim = this->info.headDim;
+  kv.elementBytes = this->info.cacheElementType == "f32" ? 4 : 2;
   kv.maxSequences = std::max(options.maxSequences, 1);
   kv.maxPositions = this->info.contextLength;
   kv.blockPositions = options.kvBlockPositions;

@@ -69,7 +69,8 @@ struct ArtifactManifest {
   /// The attention's sliding window (0: none): cache blocks wholly before
   /// every future token's window are freed.
   int64_t slidingWindow = 0;
-  /// The KV cache's element type; "f32" is the only one so far.
+  /// The KV cache's element type: f32, f16 or bf16 (`kiln compile
+  /// --kv-type`).
   std::string cacheElementType = "f32";
   bool stopsAtEos = false;
 };

@@ -48,20 +48,22 @@ PagedKVCache::PagedKVCache(const PagedKVCacheOptions &o) : options(o) {
               (o.blockPositions & (o.blockPositions - 1)) == 0,
           "the block size must be a power of two, not " +
               std::to_string(o.blockPositions));
+  require(o.elementBytes == 4 || o.elementBytes == 2,
+          "elements are 4 or 2 bytes, not " + std::to_string(o.elementBytes));
   int64_t row = o.kvHeads * o.headDim;
-  blockElements = o.layers * o.blockPositions * row;
-  int64_t blockBytes = 2 * blockElements * int64_t(sizeof(float));
+  int64_t blockElements = o.layers * o.blockPositions * row;
+  blockBytes = blockElements * o.elementBytes;
   int64_t blocksPerSequence =
       (o.maxPositions + o.blockPositions - 1) / o.blockPositions;
-  int64_t wanted = o.budgetBytes > 0 ? o.budgetBytes / blockBytes
+  int64_t wanted = o.budgetBytes > 0 ? o.budgetBytes / (2 * blockBytes)
                                      : blocksPerSequence * o.maxSequences;
   require(wanted >= 1, "a budget of " + std::to_string(o.budgetBytes) +
                            " bytes holds no block of " +
-                           std::to_string(blockBytes) + " bytes");
+                           std::to_string(2 * blockBytes) + " bytes");
   require(wanted <= INT32_MAX, "too many blocks");
   blocks = int32_t(wanted);
-  keys.assign(size_t(blocks) * size_t(blockElements), 0.0f);
-  values.assign(keys.size(), 0.0f);
+  keys.assign(size_t(blocks) * size_t(blockBytes), 0);
+  values.assign(keys.size(), 0);
   blockTables = std::make_unique<KVBlockTables>(
       blocks, o.blockPositions, o.maxSequences, int32_t(blocksPerSequence));
 
@@ -79,19 +81,18 @@ PagedKVCache::PagedKVCache(const PagedKVCacheOptions &o) : options(o) {
 
 int64_t PagedKVCache::bytesPerPosition() const {
   return 2 * options.layers * options.kvHeads * options.headDim *
-         int64_t(sizeof(float));
+         options.elementBytes;
 }
 
 int64_t PagedKVCache::poolBytes() const {
-  return 2 * int64_t(blocks) * blockElements * int64_t(sizeof(float));
+  return 2 * int64_t(blocks) * blockBytes;
 }
 
 void PagedKVCache::copyBlock(int32_t from, int32_t to) {
-  size_t n = size_t(blockElements);
-  std::memcpy(keys.data() + size_t(to) * n, keys.data() + size_t(from) * n,
-              n * sizeof(float));
+  size_t n = size_t(blockBytes);
+  std::memcpy(keys.data() + size_t(to) * n, keys.data() + size_t(from) * n, n);
   std::memcpy(values.data() + size_t(to) * n, values.data() + size_t(from) * n,
-              n * sizeof(float));
+              n);
 }
 
 void PagedKVCache::prepareStep(const StepBatch &batch, size_t begin,

@@ -31,6 +31,8 @@ namespace kiln::runtime {
 
 struct PagedKVCacheOptions {
   int64_t layers = 0, kvHeads = 0, headDim = 0;
+  /// Bytes of one cached element: 4 (f32) or 2 (f16, bf16).
+  int32_t elementBytes = 4;
   int32_t maxSequences = 1;
   /// Positions one sequence may reach (the context length).
   int64_t maxPositions = 0;
@@ -88,8 +90,8 @@ private:
 
   PagedKVCacheOptions options;
   int32_t blocks = 0;
-  int64_t blockElements = 0; ///< of keys (and of values) per block
-  std::vector<float> keys, values;
+  int64_t blockBytes = 0; ///< of keys (and of values) per block
+  std::vector<uint8_t> keys, values;
   std::unique_ptr<KVBlockTables> blockTables;
   kiln_kv_cache cache{};
 };

@@ -143,6 +143,7 @@ private:
   std::string callTable() const;
   void requireF32Cache(Operation *op, Type cacheType);
   Instance cacheKernel(Operation *op, Type cacheType, const std::string &kind);
+  std::string kvElementLine() const;
 
   target::TargetDescription target;
   WeightPacker *packer = nullptr;
@@ -384,8 +385,21 @@ void CpuStepEmitter::requireF32Cache(Operation *op, Type cacheType) {
                         typeString(cache.getElementType()));
 }
 
+/// The Config line naming the KV cache's element type.
+std::string CpuStepEmitter::kvElementLine() const {
+  switch (options.cacheType) {
+  case PackedType::F32:
+    return "using KvElement = float;\n";
+  case PackedType::F16:
+    return "using KvElement = _Float16;\n";
+  case PackedType::BF16:
+    return "using KvElement = kiln::kernels::bf16;\n";
+  }
+  return "";
+}
+
 /// A Gather.h kernel of the KV cache (kv_append, kv_read): its rows are
-/// HKV x D floats.
+/// HKV x D elements of the cache's type.
 Instance CpuStepEmitter::cacheKernel(Operation *op, Type cacheType,
                                      const std::string &kind) {
   requireF32Cache(op, cacheType);
@@ -395,7 +409,7 @@ Instance CpuStepEmitter::cacheKernel(Operation *op, Type cacheType,
   instance.header = "kernels/Gather.h";
   instance.config =
       "static constexpr int64_t HKV = " + str(cache.getNumKvHeads()) +
-      ", D = " + str(cache.getHeadDim()) + ";\n";
+      ", D = " + str(cache.getHeadDim()) + ";\n" + kvElementLine();
   return instance;
 }
 
@@ -564,7 +578,8 @@ void CpuStepEmitter::emitAttention(AttentionOp op) {
       str(op.getWindow() ? int64_t(*op.getWindow()) : 0) +
       "; // 0: none\n"
       "static constexpr float SCALE = " +
-      floatLiteral(float(op.getScale().convertToDouble())) + ";\n";
+      floatLiteral(float(op.getScale().convertToDouble())) + ";\n" +
+      kvElementLine();
   attention.signature =
       "const kiln_step_args *a, int64_t layer, const float *q, float *y";
   attention.body = "kiln::kernels::Attention<Config>::run(a, layer, q, y);";

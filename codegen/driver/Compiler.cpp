@@ -44,14 +44,16 @@ struct Progress {
   }
 };
 
-codegen::PackedType packedType(const std::string &dtype) {
-  if (dtype == "f32")
+/// f32, f16 or bf16, as `option` (--dtype, --kv-type) names them.
+codegen::PackedType packedType(const std::string &name,
+                               const std::string &option = "--dtype") {
+  if (name == "f32")
     return codegen::PackedType::F32;
-  if (dtype == "f16")
+  if (name == "f16")
     return codegen::PackedType::F16;
-  if (dtype == "bf16")
+  if (name == "bf16")
     return codegen::PackedType::BF16;
-  throw std::runtime_error("--dtype must be f32, f16 or bf16, not '" + dtype +
+  throw std::runtime_error(option + " must be f32, f16 or bf16, not '" + name +
                            "'");
 }
 
@@ -123,6 +125,7 @@ void compileUncached(const CompileOptions &o,
     codegen::CompileStepOptions step;
     step.target = target;
     step.weightType = packedType(o.dtype);
+    step.cacheType = packedType(o.kvType, "--kv-type");
     step.workDir =
         (several ? work / codegen::librarySourceDirectory(target) : work)
             .string();
@@ -214,6 +217,7 @@ CompileResult compileModel(const CompileOptions &o) {
   std::vector<target::TargetDescription> targets =
       parseCompileTargets(o.target);
   packedType(o.dtype); // check early
+  packedType(o.kvType, "--kv-type");
   if (o.output.empty() && o.emitSource.empty())
     throw std::runtime_error("kiln compile needs -o ARTIFACT, --emit-source "
                              "DIR or both");

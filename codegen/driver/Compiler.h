@@ -34,6 +34,8 @@ struct CompileOptions {
   /// a ",key=value" override belongs to the target before it).
   std::string target = "native";
   std::string dtype = "f32";
+  /// How the KV cache stores keys and values: f32, f16 or bf16.
+  std::string kvType = "f32";
   std::string tokenizer;
   std::string fusionRules;
   std::string tuningFile;

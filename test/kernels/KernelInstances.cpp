@@ -79,6 +79,7 @@ template <int I> struct AttentionConfig {
   static constexpr int64_t PREFILL_FROM = 2, DECODE_KV_BLOCK = c.kvBlock + 2,
                            DECODE_Q = I % 2 ? 1 : 2;
   static constexpr float SCALE = c.scale;
+  using KvElement = float;
 };
 
 template <int I> struct RopeConfig {
@@ -115,6 +116,7 @@ template <int I> struct TransposeConfig {
 };
 struct KvConfig {
   static constexpr int64_t HKV = kKvHeads, D = kKvDim;
+  using KvElement = float;
 };
 
 } // namespace

@@ -7,12 +7,15 @@
 // with bench/StepWork.h and compare with figures worked out by hand from the
 // model's config; then they check that the JSON report (bench/BenchReport.h)
 // holds the fields bench/README.md documents, with the rates derived from
-// known timings.
+// known timings, and that a batched decode run (bench/BatchRunner.h) counts
+// every sequence's tokens and logits.
 //
 //===----------------------------------------------------------------------===//
 
 #include "SyntheticModel.h"
 
+#include "bench/BatchReport.h"
+#include "bench/BatchRunner.h"
 #include "bench/BenchReport.h"
 #include "bench/StepWork.h"
 #include "codegen/WriteArtifact.h"
@@ -503,6 +506,81 @@ TEST(BenchReport, TableStatesTheCounts) {
   EXPECT_NE(table.find("| tg4 tokens/s | 200.0 (100.0-400.0) |"),
             std::string::npos)
       << table;
+}
+
+//===----------------------------------------------------------------------===//
+// Batched decode
+//===----------------------------------------------------------------------===//
+
+/// Batches of 1 and 3 sequences, 8-token prompts and 4 decode steps, twice:
+/// timings vary, so this checks the counts and that every figure is sane.
+TEST(BenchBatch, CountsEverySequencesTokensAndLogits) {
+  bench::BenchOptions o;
+  o.artifact = Artifacts::get().path("portable", codegen::PackedType::F32);
+  o.promptTokens = {8};
+  o.genTokens = 4;
+  o.threads = {1};
+  o.repeat = 2;
+  o.batch = {1, 3};
+  o.keepPageCache = true;
+  o.command = "kiln bench --batch 1,3";
+  std::vector<std::string> progress;
+  bench::BatchResults r = bench::runBatchedDecode(
+      o, [&](const std::string &line) { progress.push_back(line); });
+
+  EXPECT_EQ(progress.size(), 2u);
+  EXPECT_EQ(r.threads, 1);
+  EXPECT_EQ(r.promptTokens, 8);
+  EXPECT_EQ(r.contextLength, 12);
+  EXPECT_EQ(r.manifest.vocabSize, 320);
+  ASSERT_EQ(r.batches.size(), 2u);
+  ASSERT_NE(r.single(), nullptr);
+  EXPECT_EQ(r.single()->batch, 1);
+  for (const bench::BatchResult &b : r.batches) {
+    SCOPED_TRACE("batch " + std::to_string(b.batch));
+    EXPECT_EQ(b.decodeTokens, b.batch * 4);
+    // One row of logits a sequence a step, in each of the 2 runs; the
+    // runner checks each row holds vocab floats.
+    EXPECT_EQ(b.decodeLogitRows, 2 * b.batch * 4);
+    EXPECT_EQ(b.decode.seconds.size(), 2u);
+    EXPECT_EQ(b.prefill.seconds.size(), 2u);
+    ASSERT_EQ(b.stepSeconds.size(), 2u * 4);
+    EXPECT_GT(b.stepPercentile(0.50), 0.0);
+    EXPECT_LE(b.stepPercentile(0.50), b.stepPercentile(0.99));
+    EXPECT_GT(b.decode.median(), 0.0);
+    EXPECT_GT(b.prefill.median(), 0.0);
+    EXPECT_GT(b.kvPoolBytes, 0);
+    EXPECT_GT(b.residentBytes, 0);
+    EXPECT_GE(b.peakResidentBytes, b.residentBytes);
+  }
+
+  // The pool holds the same blocks for each sequence's 12 positions.
+  EXPECT_EQ(r.batches[1].kvPoolBytes, 3 * r.batches[0].kvPoolBytes);
+
+  json d = bench::batchReportJson(r);
+  const json &batch = d["batch"];
+  EXPECT_EQ(batch["gen_tokens"], 4);
+  ASSERT_EQ(batch["results"].size(), 2u);
+  const json &three = batch["results"][1];
+  EXPECT_EQ(three["batch"], 3);
+  EXPECT_EQ(three["decode"]["tokens"], 12);
+  EXPECT_EQ(three["prefill"]["tokens"], 24);
+  EXPECT_DOUBLE_EQ(three["decode"]["tokens_per_second"].get<double>(),
+                   12 / r.batches[1].decode.median());
+  EXPECT_DOUBLE_EQ(
+      batch["results"][0]["decode"]["speedup_over_batch_1"].get<double>(), 1.0);
+}
+
+/// The step latency's percentiles are nearest-rank ones.
+TEST(BenchBatch, PercentilesAreNearestRank) {
+  bench::BatchResult b;
+  for (int i = 100; i >= 1; --i)
+    b.stepSeconds.push_back(i * 0.001);
+  EXPECT_DOUBLE_EQ(b.stepPercentile(0.50), 0.050);
+  EXPECT_DOUBLE_EQ(b.stepPercentile(0.99), 0.099);
+  EXPECT_DOUBLE_EQ(b.stepPercentile(1.0), 0.100);
+  b.stepSeconds = {0.003};
+  EXPECT_DOUBLE_EQ(b.stepPercentile(0.99), 0.003);
 }
 
 } // namespace

@@ -112,6 +112,7 @@ struct ArtifactSetup {
       : target(std::move(target)) {}
   target::TargetDescription target;
   codegen::PackedType weightType = codegen::PackedType::F32;
+  codegen::PackedType cacheType = codegen::PackedType::F32; ///< --kv-type
   std::string tuningFile;
   int64_t maxTokens = 128;
   bool fusion = true; ///< false: every op of the imported module a kernel
@@ -138,6 +139,7 @@ std::string compileArtifact(ModuleOp unfused, WeightProvider &weights,
   codegen::CompileStepOptions options;
   options.target = setup.target;
   options.weightType = setup.weightType;
+  options.cacheType = setup.cacheType;
   options.workDir = (dir / "work").string();
   codegen::CompiledStep compiled =
       codegen::compileStep(*module, weights, options);
@@ -536,6 +538,28 @@ TEST(Codegen, PackedHalfWeights) {
       checkAgainstReference(m, setup, 1e-2,
                             target.name + " " + name + " " + m.name);
     }
+}
+
+/// A KV cache of f16 or bf16 elements (`kiln compile --kv-type`): keys and
+/// values rounded once as they are appended, widened as attention reads
+/// them, on every ISA this CPU runs. qwen has a sliding window and groups
+/// of three query heads; wide32's heads are whole vectors, so prefill reads
+/// the values in vectors. Within 1e-2 of the double reference (bf16 keeps 8
+/// bits of mantissa).
+TEST(Codegen, HalfKvCacheElements) {
+  for (const char *isa : {"native", "portable"}) {
+    target::TargetDescription target = parseTargetOrDie(isa);
+    for (codegen::PackedType type :
+         {codegen::PackedType::BF16, codegen::PackedType::F16})
+      for (const TestModel &m : {qwenModel(), wideHeadModel()}) {
+        std::string name = "kv " + codegen::packedTypeName(type).str();
+        SCOPED_TRACE(std::string(isa) + " " + name + " " + m.name);
+        ArtifactSetup setup(target);
+        setup.cacheType = type;
+        checkAgainstReference(m, setup, 1e-2,
+                              std::string(isa) + " " + name + " " + m.name);
+      }
+  }
 }
 
 /// bf16 dot products (avx512+bf16: vdpbf16ps over weight and activation

@@ -132,6 +132,7 @@ TEST_F(CompilerTest, CacheKeyFollowsWhatChangesTheArtifact) {
     return keyOf(o);
   };
   EXPECT_NE(changed([](CompileOptions &o) { o.dtype = "bf16"; }), key);
+  EXPECT_NE(changed([](CompileOptions &o) { o.kvType = "bf16"; }), key);
   EXPECT_NE(changed([](CompileOptions &o) { o.maxTokens = 32; }), key);
   EXPECT_NE(changed([](CompileOptions &o) { o.context = 64; }), key);
   EXPECT_NE(changed([](CompileOptions &o) { o.fusion = false; }), key);
@@ -241,6 +242,11 @@ TEST_F(CompilerTest, ErrorsNameWhatIsWrong) {
   badType.output = (dir / "x.kiln").string();
   badType.dtype = "f8";
   EXPECT_NE(messageOf(badType).find("not 'f8'"), std::string::npos);
+  badType.dtype = "f32";
+  badType.kvType = "q8";
+  EXPECT_NE(messageOf(badType).find("--kv-type must be f32, f16 or bf16, not "
+                                    "'q8'"),
+            std::string::npos);
 
   CompileOptions missing = options();
   missing.model = (dir / "absent.gguf").string();

@@ -70,12 +70,29 @@ TEST(PagedKVCache, PoolFollowsTheBudget) {
   EXPECT_EQ(abi->block_tables, budgeted.tables().data());
 }
 
+TEST(PagedKVCache, HalfElementsHalveTheBytes) {
+  PagedKVCacheOptions o = smallCache();
+  o.elementBytes = 2; // f16 or bf16 (`kiln compile --kv-type`)
+  o.budgetBytes = 10 * 1024;
+  PagedKVCache cache(o);
+  EXPECT_EQ(cache.bytesPerPosition(), 128);
+  EXPECT_EQ(cache.numBlocks(), 20) << "twice the blocks of f32 in the budget";
+  // Strides count elements, whatever their size.
+  EXPECT_EQ(cache.abi()->block_stride, 2 * 4 * 2 * 8);
+}
+
 TEST(PagedKVCache, BadOptionsNameTheProblem) {
   PagedKVCacheOptions o = smallCache();
   o.blockPositions = 6;
   EXPECT_NE(errorOf([&] {
               PagedKVCache c(o);
             }).find("block size must be a power of two, not 6"),
+            std::string::npos);
+  o = smallCache();
+  o.elementBytes = 8;
+  EXPECT_NE(errorOf([&] {
+              PagedKVCache c(o);
+            }).find("elements are 4 or 2 bytes, not 8"),
             std::string::npos);
   o = smallCache();
   o.budgetBytes = 1000;

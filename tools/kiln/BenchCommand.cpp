@@ -6,6 +6,7 @@
 
 #include "tools/kiln/BenchCommand.h"
 
+#include "bench/BatchReport.h"
 #include "bench/BenchReport.h"
 #include "runtime/CompiledModel.h"
 
@@ -26,6 +27,30 @@ int availableCores() {
   if (sched_getaffinity(0, sizeof set, &set) == 0)
     return std::max(1, CPU_COUNT(&set));
   return 1;
+}
+
+/// --batch: every sequence holds the first prompt length and the decoded
+/// tokens, so P + G must fit in the artifact's context.
+void checkBatchOptions(const BenchOptions &o,
+                       const runtime::ArtifactManifest &manifest) {
+  if (o.batch.empty())
+    return;
+  for (int b : o.batch)
+    if (b <= 0)
+      throw std::runtime_error("--batch: " + std::to_string(b) +
+                               " is not a positive number of sequences");
+  int64_t p = o.promptTokens.front();
+  if (p + o.genTokens > manifest.contextLength)
+    throw std::runtime_error(
+        "--batch: each sequence needs " + std::to_string(p) + " prompt + " +
+        std::to_string(o.genTokens) +
+        " decoded = " + std::to_string(p + o.genTokens) +
+        " positions, more than the artifact's context of " +
+        std::to_string(manifest.contextLength) +
+        "; lower --prompt-tokens or --gen-tokens");
+  if (o.profile || !o.plot.empty())
+    throw std::runtime_error(
+        "--batch times batched decode only: drop --profile and --plot");
 }
 
 /// Checks the options against the artifact, so mistakes are named before
@@ -52,6 +77,7 @@ void checkOptions(const BenchOptions &o,
                                " is not a positive thread count");
   if (o.repeat <= 0)
     throw std::runtime_error("--repeat must be at least 1");
+  checkBatchOptions(o, manifest);
   for (const auto &[option, file] :
        {std::pair<const char *, std::string>{"--json", o.json},
         {"--plot", o.plot}}) {
@@ -88,6 +114,15 @@ int runBench(const BenchOptions &options) {
     runtime::Artifact file = runtime::Artifact::open(o.artifact, false);
     checkOptions(o, runtime::parseManifest(
                         o.artifact, file.section(runtime::section::kManifest)));
+  }
+
+  if (!o.batch.empty()) {
+    bench::BatchResults results = bench::runBatchedDecode(o, progress);
+    bench::printBatchTable(results);
+    std::fflush(stdout);
+    if (!o.json.empty())
+      bench::writeBatchJson(results, o.json);
+    return 0;
   }
 
   bench::BenchResults results = bench::runBenchmark(o, progress);

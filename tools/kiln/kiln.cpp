@@ -59,7 +59,7 @@ struct RunOptions {
   bool fusion = false, explainFusion = false;
   std::string fusionRules;
   bool interpret = false;
-  std::string target = "native", dtype = "f32";
+  std::string target = "native", dtype = "f32", kvType = "f32";
   int threads = 0;
   int64_t kvMemory = 0; ///< bytes of KV cache blocks; 0: the whole context
 };
@@ -181,6 +181,7 @@ int run(const RunOptions &o) {
   compile.tokenizer = o.tokenizer;
   compile.target = o.target;
   compile.dtype = o.dtype;
+  compile.kvType = o.kvType;
   compile.context = o.context;
   TerminalProgress progress(false);
   progress.attach(compile);
@@ -530,6 +531,10 @@ int main(int argc, char **argv) {
                    "Packed weight type when compiling: f32, f16, bf16")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   runCmd
+      ->add_option("--kv-type", runOptions.kvType,
+                   "KV cache element type when compiling: f32, f16, bf16")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  runCmd
       ->add_option("--threads", runOptions.threads,
                    "Threads for a compiled model (default: all cores)")
       ->check(CLI::NonNegativeNumber);
@@ -578,6 +583,10 @@ int main(int argc, char **argv) {
   compileCmd
       ->add_option("--dtype", compileOptions.dtype,
                    "Packed weight type: f32 (default), f16, bf16")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  compileCmd
+      ->add_option("--kv-type", compileOptions.kvType,
+                   "KV cache element type: f32 (default), f16, bf16")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   compileCmd->add_option("--tokenizer", compileOptions.tokenizer,
                          "Tokenizer to store (default: the model's)");
@@ -714,6 +723,12 @@ int main(int argc, char **argv) {
   benchCmd->add_flag("--keep-page-cache", benchOptions.keepPageCache,
                      "Do not evict the artifact from the page cache before "
                      "each load (bench/README.md)");
+  benchCmd
+      ->add_option("--batch", benchOptions.batch,
+                   "Batch sizes: time decode of B sequences together, one "
+                   "token of each a step, instead of the usual figures "
+                   "(bench/README.md, \"Batched decode\")")
+      ->delimiter(',');
 
   CLI11_PARSE(app, argc, argv);
 

@@ -2,7 +2,7 @@
 //
 // Part of Kiln's CPU kernel library. kiln.attention: softmax(mask(scale ·
 // Q·Kᵀ)) · V per token and query head over the layer's cached keys and
-// values (f32, in the runtime's paged cache: KVCache.h), with an online
+// values (in the runtime's paged cache: KVCache.h), with an online
 // softmax over blocks of cached positions, so scores are never
 // materialized. Jobs are (block of q tokens, head). Tokens
 // of a job that are not one sequence's consecutive positions (decode, steps
@@ -14,7 +14,8 @@
 // The configuration C gives, as static constexpr members: H and HKV (query
 // and key/value heads), D (head size), PREFILL_FROM (tokens from which the
 // prefill tiles apply), Q_BLOCK and PREFILL_KV_BLOCK (prefill's q and kv),
-// DECODE_Q and DECODE_KV_BLOCK (decode's), WINDOW (0: none) and SCALE.
+// DECODE_Q and DECODE_KV_BLOCK (decode's), WINDOW (0: none) and SCALE, and
+// the type KvElement (the cache's element: float, bf16 or _Float16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@ namespace kiln::kernels {
 
 template <class C> struct Attention {
   static constexpr int64_t H = C::H, HKV = C::HKV, D = C::D, GROUP = H / HKV;
+  using E = typename C::KvElement; // the cache's element type
   // Cached positions per block: prefill chunks (attend_rows) and single
   // tokens (attend_token) each have their own.
   static constexpr int64_t KV_BLOCK = C::PREFILL_KV_BLOCK,
@@ -47,7 +49,7 @@ template <class C> struct Attention {
 
   // q · k over one head: in vectors when the head size allows (the sum's
   // order then differs from the interpreter's by rounding only).
-  static float dot(const float *a, const float *b) {
+  static float dot(const float *a, const E *b) {
     if constexpr (D % V == 0) {
       vfloat sum = vfloat{};
       for (int64_t i = 0; i < D; i += V)
@@ -60,7 +62,7 @@ template <class C> struct Attention {
     } else {
       float total = 0.0f;
       for (int64_t i = 0; i < D; ++i)
-        total += a[i] * b[i];
+        total += a[i] * kv_to_float(b[i]);
       return total;
     }
   }
@@ -82,7 +84,7 @@ template <class C> struct Attention {
       int64_t pos = g.a->positions[t];
       int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
       const float *q = g.q + (t * H + h) * D;
-      const int64_t seq = g.a->seq_ids[t];
+      const KvRows<E> rows(c, g.layer, g.a->seq_ids[t], kvh, D);
       float m = -INFINITY, l = 0.0f, acc[D],
             score[DECODE_KV_PADDED]; // whole vectors: the vector loop stays in
                                      // bounds
@@ -93,7 +95,7 @@ template <class C> struct Attention {
             s0 + DECODE_KV_BLOCK <= pos + 1 ? s0 + DECODE_KV_BLOCK : pos + 1;
         float blockMax = -INFINITY;
         for (int64_t s = s0; s < s1; ++s) {
-          score[s - s0] = dot(q, kv_keys(c, g.layer, seq, s) + kvh * D) * SCALE;
+          score[s - s0] = dot(q, rows.key(s)) * SCALE;
           blockMax = score[s - s0] > blockMax ? score[s - s0] : blockMax;
         }
         // Online softmax: rescale what was summed so far to the new maximum.
@@ -111,9 +113,9 @@ template <class C> struct Attention {
         for (int64_t s = s0; s < s1; ++s) {
           float p = score[s - s0];
           l += p;
-          const float *v = kv_values(c, g.layer, seq, s) + kvh * D;
+          const E *v = rows.value(s);
           for (int64_t i = 0; i < D; ++i)
-            acc[i] += p * v[i];
+            acc[i] += p * kv_to_float(v[i]);
         }
         m = mNew;
       }
@@ -149,7 +151,7 @@ template <class C> struct Attention {
     int64_t p0;     // row 0's position
     // The current key block's values, a row pointer per position (the block
     // may span blocks of the paged cache).
-    const float *values[KV_PADDED];
+    const E *values[KV_PADDED];
     float m[Q_BLOCK], l[Q_BLOCK], acc[Q_BLOCK][D];
     float kt[D][KV_PADDED]; // the key block, transposed, zero past its end
   };
@@ -242,7 +244,7 @@ template <class C> struct Attention {
         for (int64_t i = 0; i < D / V; ++i)
           o[r][i] = vload(&st.acc[r0 + r][i * V]);
       for (int64_t j = 0; j < n; ++j) {
-        const float *v = st.values[j];
+        const E *v = st.values[j];
         vfloat vv[D / V];
         for (int64_t i = 0; i < D / V; ++i)
           vv[i] = vload(v + i * V);
@@ -263,9 +265,9 @@ template <class C> struct Attention {
           continue;
         for (int64_t j = 0; j < n; ++j) {
           float p = score[r][j];
-          const float *v = st.values[j];
+          const E *v = st.values[j];
           for (int64_t i = 0; i < D; ++i)
-            st.acc[r0 + r][i] += p * v[i];
+            st.acc[r0 + r][i] += p * kv_to_float(v[i]);
         }
       }
     }
@@ -278,7 +280,7 @@ template <class C> struct Attention {
     const kiln_kv_cache *c = g.a->cache;
     const int64_t kvh = h / GROUP, rows = t1 - t0;
     const int64_t p0 = g.a->positions[t0], last = p0 + rows - 1;
-    const int64_t seq = g.a->seq_ids[t0];
+    const KvRows<E> cached(c, g.layer, g.a->seq_ids[t0], kvh, D);
     RowsState st;
     st.q = g.q + (t0 * H + h) * D;
     st.p0 = p0;
@@ -297,10 +299,10 @@ template <class C> struct Attention {
             st.kt[i][j] = 0.0f;
           continue;
         }
-        const float *k = kv_keys(c, g.layer, seq, s0 + j) + kvh * D;
+        const E *k = cached.key(s0 + j);
         for (int64_t i = 0; i < D; ++i)
-          st.kt[i][j] = k[i];
-        st.values[j] = kv_values(c, g.layer, seq, s0 + j) + kvh * D;
+          st.kt[i][j] = kv_to_float(k[i]);
+        st.values[j] = cached.value(s0 + j);
       }
       // Rows before the block's first position (s0 - p0) see none of it.
       int64_t r = s0 - p0 > 0 ? s0 - p0 : 0;

@@ -98,13 +98,13 @@ void transpose(const kiln_step_args *a, const int64_t *dims, const float *x,
 template <class C>
 void kv_append(const kiln_step_args *a, int64_t layer, const float *keys,
                const float *values) {
+  using E = typename C::KvElement;
   constexpr int64_t ROW = C::HKV * C::D;
   const kiln_kv_cache *c = a->cache;
   for (int64_t t = 0; t < a->tokens; ++t) {
     int64_t seq = a->seq_ids[t], pos = a->positions[t];
-    memcpy(kv_keys(c, layer, seq, pos), keys + t * ROW, ROW * sizeof(float));
-    memcpy(kv_values(c, layer, seq, pos), values + t * ROW,
-           ROW * sizeof(float));
+    kv_store(kv_keys<E>(c, layer, seq, pos), keys + t * ROW, ROW);
+    kv_store(kv_values<E>(c, layer, seq, pos), values + t * ROW, ROW);
   }
 }
 
@@ -115,6 +115,7 @@ void kv_append(const kiln_step_args *a, int64_t layer, const float *keys,
 template <class C>
 void kv_read(const kiln_step_args *a, int64_t layer, int64_t s, float *keys,
              float *values) {
+  using E = typename C::KvElement;
   constexpr int64_t ROW = C::HKV * C::D;
   const kiln_kv_cache *c = a->cache;
   parallel(a, a->tokens, [&](int64_t begin, int64_t end) {
@@ -128,8 +129,8 @@ void kv_read(const kiln_step_args *a, int64_t layer, int64_t s, float *keys,
           memset(v, 0, ROW * sizeof(float));
           continue;
         }
-        memcpy(k, kv_keys(c, layer, seq, p), ROW * sizeof(float));
-        memcpy(v, kv_values(c, layer, seq, p), ROW * sizeof(float));
+        kv_load(k, kv_keys<E>(c, layer, seq, p), ROW);
+        kv_load(v, kv_values<E>(c, layer, seq, p), ROW);
       }
     }
   });
