@@ -7,6 +7,8 @@
 
 #include "bench/BatchReport.h"
 
+#include "bench/ReportPieces.h"
+
 #include "bench/BenchReport.h"
 #include "runtime/CpuFeatures.h"
 
@@ -26,12 +28,6 @@ namespace {
 // Rates
 //===----------------------------------------------------------------------===//
 
-std::string format(const char *fmt, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, fmt, value);
-  return text;
-}
-
 /// Aggregate decode tokens a second: every sequence's tokens over the
 /// median run's decode time.
 double decodeTokensPerSecond(const BatchResult &b) {
@@ -50,24 +46,7 @@ std::optional<double> speedup(const BatchResults &r, const BatchResult &b) {
   return decodeTokensPerSecond(b) / decodeTokensPerSecond(*one);
 }
 
-/// "571.0", or "571.0 (563.2-575.1)" with the slowest and fastest runs'
-/// rates when there were several.
-std::string rateWithSpread(double work, const Samples &s) {
-  std::string text = format("%.1f", work / s.median());
-  if (s.seconds.size() > 1)
-    text +=
-        format(" (%.1f", work / s.worst()) + format("-%.1f)", work / s.best());
-  return text;
-}
-
 double mebibytes(int64_t bytes) { return double(bytes) / (1 << 20); }
-
-json samplesJson(const Samples &s) {
-  return {{"seconds", s.seconds},
-          {"best_seconds", s.best()},
-          {"worst_seconds", s.worst()},
-          {"median_seconds", s.median()}};
-}
 
 } // namespace
 

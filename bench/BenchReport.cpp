@@ -7,6 +7,8 @@
 
 #include "bench/BenchReport.h"
 
+#include "bench/ReportPieces.h"
+
 #include "runtime/CpuFeatures.h"
 
 #include <nlohmann/json.hpp>
@@ -31,12 +33,6 @@ namespace {
 // Rates, limits and pieces of JSON
 //===----------------------------------------------------------------------===//
 
-std::string format(const char *fmt, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, fmt, value);
-  return text;
-}
-
 std::string joined(const std::vector<std::string> &items, const char *sep) {
   std::string out;
   for (const std::string &s : items)
@@ -50,16 +46,6 @@ double decodeTokensPerSecond(const BenchResults &r, const ThreadResult &t) {
 
 double prefillTokensPerSecond(const PrefillResult &p) {
   return double(p.promptTokens) / p.samples.median();
-}
-
-/// "571.0", or "571.0 (563.2-575.1)" with the slowest and fastest runs'
-/// rates when there were several: `work` per run over each time.
-std::string rateWithSpread(double work, const Samples &s) {
-  std::string text = format("%.1f", work / s.median());
-  if (s.seconds.size() > 1)
-    text +=
-        format(" (%.1f", work / s.worst()) + format("-%.1f)", work / s.best());
-  return text;
 }
 
 /// Decode's weight traffic in bytes a second at the median rate.
@@ -89,13 +75,6 @@ json gigabytes(const std::vector<double> &bytesPerSecond) {
   for (double b : bytesPerSecond)
     out.push_back(b / 1e9);
   return out;
-}
-
-json samplesJson(const Samples &s) {
-  return {{"seconds", s.seconds},
-          {"best_seconds", s.best()},
-          {"worst_seconds", s.worst()},
-          {"median_seconds", s.median()}};
 }
 
 //===----------------------------------------------------------------------===//
