@@ -125,6 +125,12 @@ GemmTilesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "decode nr (" << decode.getNr()
                        << ") and prefill nr (" << prefill.getNr()
                        << ") differ: both phases read one packed layout";
+  // Batch invariance: a row's sums must not depend on how many rows the step
+  // holds, so both phases split the reduction alike.
+  if (decode.getK() != prefill.getK())
+    return emitError() << "decode k (" << decode.getK() << ") and prefill k ("
+                       << prefill.getK()
+                       << ") differ: a row's sums would depend on the batch";
   return verifyPrefillFrom(emitError, prefillFrom);
 }
 
@@ -133,6 +139,13 @@ LogicalResult AttentionTilesAttr::verify(
     AttentionPhaseAttr prefill, int64_t prefillFrom, StringRef) {
   if (!decode || !prefill)
     return emitError() << "attention tiles need decode and prefill sizes";
+  // Batch invariance: the online softmax's blocks must not depend on how
+  // many tokens the step holds.
+  if (decode.getKv() != prefill.getKv())
+    return emitError()
+           << "decode kv (" << decode.getKv() << ") and prefill kv ("
+           << prefill.getKv()
+           << ") differ: a token's softmax would depend on the batch";
   return verifyPrefillFrom(emitError, prefillFrom);
 }
 

@@ -221,6 +221,10 @@ class Kiln_TilesAttr<string name, string attrMnemonic, string phase,
     sizes below `prefill_from` tokens (rows) in a step, the `prefill` sizes
     from there, and where the sizes came from (`source`: the target, then
     any tuning-file lines that applied). `prefill_from` is positive.
+
+    Both phases split a row's reduction alike (GEMM `k`, attention `kv`), so
+    a token's results are bitwise the same whatever else its step holds
+    (batch invariance); the verifier rejects tiles where they differ.
   }];
   let parameters = (ins phase:$decode, phase:$prefill, "int64_t":$prefill_from,
                         StringRefParameter<"where the sizes come from">:$source);

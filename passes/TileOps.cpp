@@ -86,6 +86,14 @@ struct Tiles {
   }
 };
 
+/// Whether tile `name` of a `kind` op splits a row's reduction, which both
+/// phases must do alike so a token's results do not depend on its batch
+/// (GEMM k, attention kv; the tiles' verifiers check).
+static bool sharedByPhases(StringRef kind, StringRef name) {
+  return (kind == "gemm" && name == "k") ||
+         (kind == "attention" && name == "kv");
+}
+
 /// An op's choice: its kind, both phases and where prefill starts.
 struct TileChoice {
   StringRef kind; // gemm, attention, rows
@@ -144,9 +152,10 @@ std::pair<int64_t, int64_t> chooseRegisterBlock(const target::CpuTarget &cpu,
 ///    (outermost first), threads over n: each core streams its own weights.
 ///  - decode (T below prefill_from = mr): a GEMV that streams the weights
 ///    once at memory bandwidth, using the same packed layout (same nr); all
-///    its rows in one m block and one register block (m = mr), K blocked so
-///    the input rows' block stays in a quarter of L1, N split into 4 tasks
-///    per core for balance.
+///    its rows in one m block and one register block (m = mr), N split into
+///    4 tasks per core for balance, and K blocked as prefill blocks it, so a
+///    row's sums do not depend on the batch (batch invariance; its mr x kc
+///    inputs stay in L1 or L2 either way).
 TileChoice chooseGemm(const target::CpuTarget &cpu, int64_t n, int64_t k,
                       Type weightType, int64_t panels, int64_t prefillTokens) {
   auto [mr, nr] = chooseRegisterBlock(cpu, panels);
@@ -171,11 +180,10 @@ TileChoice chooseGemm(const target::CpuTarget &cpu, int64_t n, int64_t k,
   choice.prefill.sizes = {
       {"m", mc}, {"n", nc}, {"k", kc}, {"mr", mr}, {"nr", nr}};
 
-  int64_t kDecode = std::min(k, roundDownAtLeast(cpu.l1dBytes / 4 / 4, kAlign));
   int64_t nDecode =
       std::min(roundUp(n, nr), roundUp(ceilDiv(n, cores * 4), nr));
   choice.decode.sizes = {
-      {"m", mr}, {"n", nDecode}, {"k", kDecode}, {"mr", mr}, {"nr", nr}};
+      {"m", mr}, {"n", nDecode}, {"k", kc}, {"mr", mr}, {"nr", nr}};
   return choice;
 }
 
@@ -231,7 +239,8 @@ TileChoice chooseRows(const target::CpuTarget &cpu, int64_t width,
 /// CUDA GEMM tiles: a thread block computes an m x n tile with 8 x 8
 /// accumulators per thread (64 of the 255 registers); k is what double-
 /// buffered (m + n) x k fp32 tiles leave of the shared memory, in multiples
-/// of 32. Decode: one row, n split across the SMs.
+/// of 32. Decode: one row, n split across the SMs, k as prefill (batch
+/// invariance).
 TileChoice chooseGemmCuda(const target::CudaTarget &gpu, int64_t n, int64_t k,
                           int64_t panels, int64_t prefillTokens) {
   int64_t m = std::min<int64_t>(64, roundUp(prefillTokens, 8));
@@ -247,7 +256,7 @@ TileChoice chooseGemmCuda(const target::CudaTarget &gpu, int64_t n, int64_t k,
       std::max<int64_t>(8, roundUp(ceilDiv(n, std::max(gpu.smCount, 1u)), 8));
   choice.decode.sizes = {{"m", 1},
                          {"n", std::min(nDecode, roundUp(n, 8))},
-                         {"k", k},
+                         {"k", kc},
                          {"mr", 1},
                          {"nr", 8}};
   return choice;
@@ -347,14 +356,32 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
             }))
           continue;
         Tiles &phase = entry.phase == "decode" ? tiles.decode : tiles.prefill;
-        for (auto &[name, size] : entry.sizes)
+        for (auto &[name, size] : entry.sizes) {
           phase.set(name, size);
+          // The reduction's split is one for both phases (batch
+          // invariance): a tuning line that sets it sets both.
+          if (sharedByPhases(tiles.kind, name))
+            (&phase == &tiles.decode ? tiles.prefill : tiles.decode)
+                .set(name, size);
+        }
         source += "; tuning file " + entry.location;
       }
       // A GEMM switches to its prefill tiles once a full register block of
       // rows is there (below that the streaming GEMV wins).
       if (tiles.kind == "gemm")
         tiles.prefillFrom = tiles.prefill.get("mr");
+      // Compiled attention loads key positions in vectors (kernels/
+      // Attention.h), so a tuned kv must stay whole vectors.
+      if (tiles.kind == "attention" && target->isCpu() &&
+          tiles.prefill.get("kv") % target->cpu().vectorFloats() != 0) {
+        op->emitOpError() << "attention kv tile " << tiles.prefill.get("kv")
+                          << " (" << source
+                          << ") must be a multiple of the target's "
+                          << target->cpu().vectorFloats()
+                          << "-float vectors: key positions load in vectors";
+        ok = false;
+        return;
+      }
       Attribute attr = tilesAttr(op, tiles, source);
       if (!attr) {
         ok = false;

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <stdexcept>
 
 namespace kiln::runtime {
 
@@ -295,6 +296,12 @@ CompiledModel::CompiledModel(Artifact file, StepLibrary library,
   kv.elementBytes = this->info.cacheElementType == "f32" ? 4 : 2;
   kv.maxSequences = std::max(options.maxSequences, 1);
   kv.maxPositions = this->info.contextLength;
+  if (options.kvBlockPositions < kMinKvBlockPositions)
+    throw std::invalid_argument(
+        "KV cache: blocks of " + std::to_string(options.kvBlockPositions) +
+        " positions are too small; compiled attention reads key positions " +
+        "in vectors and needs at least " +
+        std::to_string(kMinKvBlockPositions));
   kv.blockPositions = options.kvBlockPositions;
   kv.budgetBytes = options.kvMemoryBytes;
   kv.slidingWindow = this->info.slidingWindow;

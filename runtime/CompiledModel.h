@@ -99,10 +99,16 @@ struct CompiledModelOptions {
   /// Bytes of the KV cache's block pool (0: enough for every sequence to
   /// reach the context length).
   int64_t kvMemoryBytes = 0;
-  /// Positions per KV cache block (a power of two).
+  /// Positions per KV cache block: a power of two of at least
+  /// kMinKvBlockPositions, so a block holds whole vectors of key positions
+  /// on every target (runtime/StepABI.h).
   int32_t kvBlockPositions = 16;
   bool verifyHashes = true;
 };
+
+/// The widest vector any target has, in floats (AVX-512): the smallest
+/// KV cache block a compiled step can read.
+constexpr int32_t kMinKvBlockPositions = 16;
 
 class CompiledModel {
 public:

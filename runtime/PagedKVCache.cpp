@@ -70,6 +70,7 @@ PagedKVCache::PagedKVCache(const PagedKVCacheOptions &o) : options(o) {
   cache.keys = keys.data();
   cache.values = values.data();
   cache.position_stride = row;
+  cache.key_stride = o.blockPositions;
   cache.layer_stride = o.blockPositions * row;
   cache.block_stride = blockElements;
   cache.block_tables = blockTables->data();

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_STEP_ABI_VERSION 2
+#define KILN_STEP_ABI_VERSION 3
 
 /* A chunk of parallel work: fn(ctx, begin, end) handles [begin, end). */
 typedef void (*kiln_task_fn)(void *ctx, int64_t begin, int64_t end);
@@ -38,24 +38,28 @@ typedef struct kiln_parallel {
 
 /* The runtime's paged KV cache. Keys and values live in two pools of
  * fixed-size blocks, each block holding `block_positions` consecutive
- * positions (a power of two) of one sequence for every layer: position p of
- * sequence s is in block block_tables[s * max_blocks_per_seq +
- * p / block_positions], and its row of kv_heads x head_dim elements of the
- * manifest's cache element type (KILN_KV_F32 only so far) starts at
+ * positions (a power of two, a multiple of every target's vector width) of
+ * one sequence for every layer: position p of sequence s is in block
+ * block_tables[s * max_blocks_per_seq + p / block_positions]. Its entry is
+ * kv_heads x head_dim elements of the manifest's cache element type; with
  *
- *   block * block_stride + layer * layer_stride
- *       + (p % block_positions) * position_stride
+ *   slot = block * block_stride + layer * layer_stride,
  *
- * elements into `keys` (and `values`). Strides are in elements. The runtime
- * maps every block a step writes or reads before the step runs; an entry of
- * -1 is a block the sequence does not hold (not yet written, or freed as
- * wholly outside a sliding window), which the step never touches. */
+ * element i of its value row is at slot + (p % block_positions) *
+ * position_stride + i in `values`, and element i of its key row at slot + i
+ * * key_stride + p % block_positions in `keys` (keys are transposed within a
+ * block, so attention loads consecutive positions' element i as one vector).
+ * Strides are in elements. The runtime maps every block a step writes or
+ * reads before the step runs; an entry of -1 is a block the sequence does
+ * not hold (not yet written, or freed as wholly outside a sliding window),
+ * which the step never touches. */
 typedef struct kiln_kv_cache {
   void *keys;
   void *values;
   int64_t block_stride;
   int64_t layer_stride;
-  int64_t position_stride;
+  int64_t position_stride;     /* values: between consecutive positions */
+  int64_t key_stride;          /* keys: between consecutive elements of a row */
   const int32_t *block_tables; /* [max_seqs, max_blocks_per_seq] */
   int32_t max_blocks_per_seq;
   int32_t block_positions;

@@ -72,12 +72,10 @@ template <int I> struct GemmConfig {
 
 template <int I> struct AttentionConfig {
   static constexpr AttentionCase c = kAttentionCases[I];
-  static constexpr int64_t H = c.h, HKV = c.hkv, D = c.d,
-                           PREFILL_KV_BLOCK = c.kvBlock, Q_BLOCK = c.qBlock,
-                           WINDOW = c.window;
-  // Decode's own blocks: kv differs from prefill's, and q groups tokens.
-  static constexpr int64_t PREFILL_FROM = 2, DECODE_KV_BLOCK = c.kvBlock + 2,
-                           DECODE_Q = I % 2 ? 1 : 2;
+  static constexpr int64_t H = c.h, HKV = c.hkv, D = c.d, KV_BLOCK = c.kvBlock,
+                           Q_BLOCK = c.qBlock, WINDOW = c.window;
+  // Decode's q groups tokens of different sequences in some cases.
+  static constexpr int64_t PREFILL_FROM = 2, DECODE_Q = I % 2 ? 1 : 2;
   static constexpr float SCALE = c.scale;
   using KvElement = float;
 };

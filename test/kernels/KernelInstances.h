@@ -96,10 +96,12 @@ struct AttentionCase {
   float scale;
 };
 
+// kv is whole vectors of every ISA (16 floats): the kernel loads key
+// positions in vectors.
 inline constexpr AttentionCase kAttentionCases[] = {
-    {"d12_kv7", 6, 2, 12, 7, 8, 0, 0.2886751f},
-    {"d12_kv5_window9", 6, 2, 12, 5, 5, 9, 0.2886751f},
-    {"d32_kv7", 6, 2, 32, 7, 8, 0, 0.1767767f},
+    {"d12_kv16", 6, 2, 12, 16, 8, 0, 0.2886751f},
+    {"d12_kv32_window9", 6, 2, 12, 32, 5, 9, 0.2886751f},
+    {"d32_kv48", 6, 2, 32, 48, 8, 0, 0.1767767f},
     {"d32_kv16_window11", 6, 2, 32, 16, 16, 11, 0.1767767f},
     {"d32_kv16_q64", 6, 2, 32, 16, 64, 0, 0.25f},
     {"d12_kv16_q3_window4", 6, 2, 12, 16, 3, 4, 0.5f},

@@ -421,13 +421,14 @@ TEST_F(KernelTest, Gemm) {
 //===--- Attention --------------------------------------------------------===//
 
 /// A paged KV cache for tests: 2 layers, 3 sequences of 96 positions in
-/// blocks of 8, their blocks scattered through a pool with spare blocks by a
-/// random permutation, random entries everywhere (the kernels must mask what
-/// a token does not see), and strides padded past the rows so that a kernel
-/// confusing them fails.
+/// blocks of 16 (whole vectors of every ISA), their blocks scattered through
+/// a pool with spare blocks by a random permutation, random entries
+/// everywhere (the kernels must mask what a token does not see), and strides
+/// padded past the rows so that a kernel confusing them fails. Keys are
+/// transposed within a block (runtime/StepABI.h).
 struct TestCache {
   static constexpr int64_t kLayers = 2, kSeqs = 3, kPositions = 96,
-                           kBlockPositions = 8,
+                           kBlockPositions = 16,
                            kBlocksPerSeq = kPositions / kBlockPositions,
                            kPoolBlocks = kSeqs * kBlocksPerSeq + 5;
   int64_t hkv, d;
@@ -437,7 +438,10 @@ struct TestCache {
 
   TestCache(int64_t hkv, int64_t d, std::mt19937 &rng) : hkv(hkv), d(d) {
     cache.position_stride = hkv * d + 5;
-    cache.layer_stride = kBlockPositions * cache.position_stride + 7;
+    cache.key_stride = kBlockPositions + 3;
+    cache.layer_stride = std::max(kBlockPositions * cache.position_stride,
+                                  hkv * d * cache.key_stride) +
+                         7;
     cache.block_stride = kLayers * cache.layer_stride + 11;
     std::vector<int32_t> blocks(kPoolBlocks);
     for (int32_t i = 0; i < kPoolBlocks; ++i)
@@ -454,10 +458,29 @@ struct TestCache {
     cache.keys = keys.data();
     cache.values = values.data();
   }
-  int64_t at(int64_t layer, int64_t seq, int64_t pos, int64_t head) const {
+  int64_t slot(int64_t layer, int64_t seq, int64_t pos) const {
     int64_t block = tables[seq * kBlocksPerSeq + pos / kBlockPositions];
-    return block * cache.block_stride + layer * cache.layer_stride +
-           pos % kBlockPositions * cache.position_stride + head * d;
+    return block * cache.block_stride + layer * cache.layer_stride;
+  }
+  /// Where element i of head `head`'s key at (layer, seq, pos) is in keys.
+  int64_t keyAt(int64_t layer, int64_t seq, int64_t pos, int64_t head,
+                int64_t i) const {
+    return slot(layer, seq, pos) + (head * d + i) * cache.key_stride +
+           pos % kBlockPositions;
+  }
+  /// Where element i of head `head`'s value at (layer, seq, pos) is in values.
+  int64_t valueAt(int64_t layer, int64_t seq, int64_t pos, int64_t head,
+                  int64_t i) const {
+    return slot(layer, seq, pos) +
+           pos % kBlockPositions * cache.position_stride + head * d + i;
+  }
+  float key(int64_t layer, int64_t seq, int64_t pos, int64_t head,
+            int64_t i) const {
+    return keys[keyAt(layer, seq, pos, head, i)];
+  }
+  float value(int64_t layer, int64_t seq, int64_t pos, int64_t head,
+              int64_t i) const {
+    return values[valueAt(layer, seq, pos, head, i)];
   }
 };
 
@@ -523,7 +546,7 @@ TEST_F(KernelTest, Attention) {
             double dot = 0, mag = 0;
             for (int64_t i = 0; i < D; ++i) {
               double term = double(q[(t * H + h) * D + i]) *
-                            cache.keys[cache.at(layer, seq, s, h / group) + i];
+                            cache.key(layer, seq, s, h / group, i);
               dot += term;
               mag += std::fabs(term);
             }
@@ -537,8 +560,7 @@ TEST_F(KernelTest, Attention) {
           for (int64_t i = 0; i < D; ++i) {
             double v = 0, mag = 0;
             for (int64_t s = lo; s <= pos; ++s) {
-              double value =
-                  cache.values[cache.at(layer, seq, s, h / group) + i];
+              double value = cache.value(layer, seq, s, h / group, i);
               v += p[s] / sum * value;
               mag += p[s] / sum * std::fabs(value);
             }
@@ -558,6 +580,20 @@ TEST_F(KernelTest, Attention) {
         std::vector<float> y(T * H * D, kNaN);
         kt::attention(c, &a, layer, q.data(), y.data());
         EXPECT_TRUE(near(y, want, scale));
+        // Batch invariance: each token alone gives bitwise what it gave in
+        // the batch.
+        for (int64_t t = 0; t < T; ++t) {
+          kiln_step_args alone = a;
+          alone.tokens = 1;
+          alone.positions = &batch.positions[t];
+          alone.seq_ids = &batch.seqIds[t];
+          std::vector<float> one(H * D, kNaN);
+          kt::attention(c, &alone, layer, &q[t * H * D], one.data());
+          EXPECT_TRUE(
+              same(one, std::vector<float>(y.begin() + t * H * D,
+                                           y.begin() + (t + 1) * H * D)))
+              << "token " << t << " alone differs from the batch";
+        }
       }
     }
   }
@@ -1056,10 +1092,11 @@ TEST_F(KernelTest, KvAppend) {
       for (int64_t t = 0; t < tokens; ++t)
         for (int64_t h = 0; h < HKV; ++h)
           for (int64_t i = 0; i < D; ++i) {
-            int64_t at =
-                cache.at(layer, batch.seqIds[t], batch.positions[t], h) + i;
-            wantKeys[at] = keys[(t * HKV + h) * D + i];
-            wantValues[at] = values[(t * HKV + h) * D + i];
+            int64_t seq = batch.seqIds[t], pos = batch.positions[t];
+            wantKeys[cache.keyAt(layer, seq, pos, h, i)] =
+                keys[(t * HKV + h) * D + i];
+            wantValues[cache.valueAt(layer, seq, pos, h, i)] =
+                values[(t * HKV + h) * D + i];
           }
       kiln_step_args a{};
       a.tokens = tokens;
@@ -1108,9 +1145,8 @@ TEST_F(KernelTest, KvRead) {
                 wantValues.push_back(0.0f);
                 continue;
               }
-              int64_t at = cache.at(layer, seq, p, h) + i;
-              wantKeys.push_back(cache.keys[at]);
-              wantValues.push_back(cache.values[at]);
+              wantKeys.push_back(cache.key(layer, seq, p, h, i));
+              wantValues.push_back(cache.value(layer, seq, p, h, i));
             }
       for (const Threading &th : threadings()) {
         SCOPED_TRACE("tokens " + std::to_string(tokens) + ", S " +

@@ -2,20 +2,27 @@
 //
 // Part of Kiln's CPU kernel library. kiln.attention: softmax(mask(scale ·
 // Q·Kᵀ)) · V per token and query head over the layer's cached keys and
-// values (in the runtime's paged cache: KVCache.h), with an online
-// softmax over blocks of cached positions, so scores are never
-// materialized. Jobs are (block of q tokens, head). Tokens
-// of a job that are not one sequence's consecutive positions (decode, steps
-// that mix sequences) run one (token, head) at a time over blocks of
-// DECODE_KV_BLOCK positions; a prefill chunk of one sequence runs its rows of
-// a head together over blocks of PREFILL_KV_BLOCK, each key block transposed
-// once and groups of rows sharing every key and value load.
+// values (in the runtime's paged cache: KVCache.h), with an online softmax
+// over blocks of KV_BLOCK cached positions, so scores are never
+// materialized. Jobs are (block of q tokens, head); a prefill chunk of one
+// sequence takes its rows of a head through each key block together, other
+// tokens go one at a time.
+//
+// Batch invariance: a token's output is bitwise the same whatever else the
+// step holds (other sequences, a prefill chunk, the batch size). Both cases
+// run the same code (attend), and a row's arithmetic depends only on its own
+// position: key blocks start at multiples of KV_BLOCK (one size for both
+// phases), each score is the same sequence of multiply-adds over the head
+// (keys are stored transposed, so lanes are positions), masked positions
+// weigh exactly zero, a block's weights are summed in vectors then across
+// lanes in lane order, and values are added position by position. Rows
+// grouped with others only share loads.
 //
 // The configuration C gives, as static constexpr members: H and HKV (query
 // and key/value heads), D (head size), PREFILL_FROM (tokens from which the
-// prefill tiles apply), Q_BLOCK and PREFILL_KV_BLOCK (prefill's q and kv),
-// DECODE_Q and DECODE_KV_BLOCK (decode's), WINDOW (0: none) and SCALE, and
-// the type KvElement (the cache's element: float, bf16 or _Float16).
+// prefill tiles apply), Q_BLOCK (prefill's q), DECODE_Q (decode's), KV_BLOCK
+// (both phases' kv), WINDOW (0: none) and SCALE, and the type KvElement (the
+// cache's element: float, bf16 or _Float16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,98 +37,210 @@ namespace kiln::kernels {
 template <class C> struct Attention {
   static constexpr int64_t H = C::H, HKV = C::HKV, D = C::D, GROUP = H / HKV;
   using E = typename C::KvElement; // the cache's element type
-  // Cached positions per block: prefill chunks (attend_rows) and single
-  // tokens (attend_token) each have their own.
-  static constexpr int64_t KV_BLOCK = C::PREFILL_KV_BLOCK,
-                           DECODE_KV_BLOCK = C::DECODE_KV_BLOCK;
-  // Query rows per block when prefilling (at most 64: the per-row state lives
-  // on the stack).
+  // Cached positions per block, in whole vectors (the runtime's cache blocks
+  // hold whole vectors of positions too, so no vector straddles two).
+  static constexpr int64_t KV_BLOCK = C::KV_BLOCK, KV_VECTORS = KV_BLOCK / V;
+  // Query rows per job when prefilling (at most 64: the per-row state lives
+  // on the stack), and tokens per job below PREFILL_FROM tokens.
   static constexpr int64_t Q_BLOCK = C::Q_BLOCK < 64 ? C::Q_BLOCK : 64;
-  // Tokens per job below PREFILL_FROM tokens (decode: kiln.tiles' q).
   static constexpr int64_t DECODE_Q = C::DECODE_Q;
   static constexpr int64_t WINDOW = C::WINDOW; // 0: none
   static constexpr float SCALE = C::SCALE;
-  // A key block, transposed, padded to whole vectors.
-  static constexpr int64_t KV_VECTORS = (KV_BLOCK + V - 1) / V,
-                           KV_PADDED = KV_VECTORS * V,
-                           DECODE_KV_PADDED = (DECODE_KV_BLOCK + V - 1) / V * V;
   static_assert(H % HKV == 0, "query heads must be a multiple of kv heads");
+  static_assert(KV_BLOCK % V == 0 && KV_BLOCK > 0,
+                "the kv tile must be whole vectors of positions");
 
-  // q · k over one head: in vectors when the head size allows (the sum's
-  // order then differs from the interpreter's by rounding only).
-  static float dot(const float *a, const E *b) {
-    if constexpr (D % V == 0) {
-      vfloat sum = vfloat{};
-      for (int64_t i = 0; i < D; i += V)
-        sum += vload(a + i) * vload(b + i);
-      float lanes[V], total = 0.0f;
-      vstore(lanes, sum);
-      for (int i = 0; i < V; ++i)
-        total += lanes[i];
-      return total;
-    } else {
-      float total = 0.0f;
+  // Query rows a group of attend_block holds: R rows' outputs (D / V vectors
+  // each) in half of the vector registers, so each value vector loaded
+  // serves R rows. One row where D is not whole vectors.
+  static constexpr int VECTOR_REGISTERS = V == 16 ? 32 : 16;
+  static constexpr int64_t ROW_GROUP = D % V != 0                           ? 1
+                                       : VECTOR_REGISTERS / 2 / (D / V) < 1 ? 1
+                                       : VECTOR_REGISTERS / 2 / (D / V) > 8
+                                           ? 8
+                                           : VECTOR_REGISTERS / 2 / (D / V);
+
+  /// Lane j holds j.
+  static vi32 lane_index() {
+    vi32 lanes;
+    for (int j = 0; j < V; ++j)
+      lanes[j] = j;
+    return lanes;
+  }
+
+  /// The first position token `pos` sees.
+  static int64_t window_start(int64_t pos) {
+    return WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
+  }
+
+  // What attend keeps for its rows (consecutive positions of one sequence,
+  // or one token) across the key blocks.
+  struct RowsState {
+    const float *q; // row 0's query (rows H * D apart)
+    int64_t p0;     // row 0's position
+    KvRows<E> cache;
+    float m[Q_BLOCK], l[Q_BLOCK], acc[Q_BLOCK][D];
+    // The current block's weights per row, zero where a row sees nothing.
+    float weight[Q_BLOCK][KV_BLOCK];
+
+    // The arrays are left uninitialized: attend sets what it reads.
+    RowsState(const float *q, int64_t p0, const KvRows<E> &cache)
+        : q(q), p0(p0), cache(cache) {}
+  };
+
+  /// sum[r][g] = q_r · k over the head for the V positions of vector
+  /// vectors[g] (G vectors of the block at s0): one multiply-add per element
+  /// of the head in order, the lanes being positions.
+  template <int R, int G>
+  static void scores(const RowsState &st, int64_t r0, int64_t s0,
+                     int64_t firstVector, vfloat (&sum)[R][KV_VECTORS]) {
+    const E *column[G];
+    for (int g = 0; g < G; ++g)
+      column[g] = st.cache.keyColumn(s0 + (firstVector + g) * V);
+    vfloat part[R][G];
+    for (int r = 0; r < R; ++r)
+      for (int g = 0; g < G; ++g)
+        part[r][g] = vfloat{};
+    for (int64_t i = 0; i < D; ++i) {
+      vfloat k[G];
+      for (int g = 0; g < G; ++g)
+        k[g] = vload(column[g] + i * st.cache.keyStride);
+      for (int r = 0; r < R; ++r) {
+        float qi = st.q[(r0 + r) * H * D + i];
+        for (int g = 0; g < G; ++g)
+          part[r][g] += qi * k[g];
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      for (int g = 0; g < G; ++g)
+        sum[r][firstVector + g] = part[r][g];
+  }
+
+  /// scores<R, G> over vectors [v0, v1) of the block, G at a time (G chosen
+  /// so the R x G sums stay in registers), the rest one by one.
+  template <int R>
+  static void block_scores(const RowsState &st, int64_t r0, int64_t s0,
+                           int64_t v0, int64_t v1,
+                           vfloat (&sum)[R][KV_VECTORS]) {
+    constexpr int WANT = R >= 4 ? 2 : R >= 2 ? 4 : 8;
+    constexpr int G = WANT < KV_VECTORS ? WANT : int(KV_VECTORS);
+    int64_t v = v0;
+    for (; v + G <= v1; v += G)
+      scores<R, G>(st, r0, s0, v, sum);
+    for (; v < v1; ++v)
+      scores<R, 1>(st, r0, s0, v, sum);
+  }
+
+  /// Rows [r0, r0 + R) against the key block at s0, whose positions
+  /// [first, last] some row sees: scores, each row's online softmax, then the
+  /// weighted values, each value vector loaded once for the R rows. A row
+  /// that sees no position of the block is left as it was.
+  template <int R>
+  static void attend_block(RowsState &st, int64_t r0, int64_t s0, int64_t first,
+                           int64_t last) {
+    // Whole vectors covering [first, last]: inside blocks the sequence
+    // holds, since cache blocks are whole vectors of positions.
+    const int64_t v0 = (first - s0) / V, v1 = (last - s0) / V + 1;
+    vfloat sum[R][KV_VECTORS];
+    block_scores<R>(st, r0, s0, v0, v1, sum);
+    int64_t lo[R], hi[R];
+    for (int r = 0; r < R; ++r) {
+      int64_t pos = st.p0 + r0 + r;
+      lo[r] = window_start(pos) > first ? window_start(pos) : first;
+      hi[r] = pos < last ? pos : last;
+      if (lo[r] > hi[r])
+        continue; // sees none of the block
+      int64_t row = r0 + r;
+      // Scaled scores, -inf where masked; the maximum is exact in any order.
+      float *weight = st.weight[row];
+      vfloat top = vsplat(-INFINITY);
+      for (int64_t v = v0; v < v1; ++v) {
+        vi32 offset = lane_index() + int32_t(s0 + v * V);
+        vfloat x = sum[r][v] * SCALE;
+        vi32 seen = (offset >= int32_t(lo[r])) & (offset <= int32_t(hi[r]));
+        x = seen ? x : vsplat(-INFINITY);
+        vstore(weight + v * V, x);
+        top = x > top ? x : top;
+      }
+      float blockMax = hmax(top);
+      float mNew = blockMax > st.m[row] ? blockMax : st.m[row];
+      float correction = expf(st.m[row] - mNew);
+      st.l[row] *= correction;
       for (int64_t i = 0; i < D; ++i)
-        total += a[i] * kv_to_float(b[i]);
-      return total;
+        st.acc[row][i] *= correction;
+      // Weights: masked positions weigh exactly 0; summed in vectors, then
+      // across lanes in lane order.
+      vfloat total = vfloat{};
+      for (int64_t v = v0; v < v1; ++v) {
+        vfloat x = vload(weight + v * V);
+        vfloat e = x > -INFINITY ? vexp(x - mNew) : vfloat{};
+        vstore(weight + v * V, e);
+        total += e;
+      }
+      st.l[row] += hsum(total);
+      st.m[row] = mNew;
+    }
+    // Each row adds the values of the positions it sees, in order.
+    if constexpr (D % V == 0) {
+      vfloat o[R][D / V]; // the R rows' outputs stay in registers
+      for (int r = 0; r < R; ++r)
+        for (int64_t i = 0; i < D / V; ++i)
+          o[r][i] = vload(&st.acc[r0 + r][i * V]);
+      for (int64_t s = first; s <= last; ++s) {
+        const E *value = st.cache.value(s);
+        vfloat vv[D / V];
+        for (int64_t i = 0; i < D / V; ++i)
+          vv[i] = vload(value + i * V);
+        for (int r = 0; r < R; ++r) {
+          if (s < lo[r] || s > hi[r])
+            continue;
+          float p = st.weight[r0 + r][s - s0];
+          for (int64_t i = 0; i < D / V; ++i)
+            o[r][i] += p * vv[i];
+        }
+      }
+      for (int r = 0; r < R; ++r)
+        for (int64_t i = 0; i < D / V; ++i)
+          vstore(&st.acc[r0 + r][i * V], o[r][i]);
+    } else {
+      for (int r = 0; r < R; ++r)
+        for (int64_t s = lo[r]; s <= hi[r]; ++s) {
+          const E *value = st.cache.value(s);
+          float p = st.weight[r0 + r][s - s0];
+          for (int64_t i = 0; i < D; ++i)
+            st.acc[r0 + r][i] += p * kv_to_float(value[i]);
+        }
     }
   }
 
-  struct Args {
-    const kiln_step_args *a;
-    int64_t layer;
-    const float *q; // [T, H, D]
-    float *y;       // [T, H, D]
-    int64_t qBlock; // tokens per job
-  };
-
-  // One token and one head against its sequence's cache (decode, and tokens
-  // of batches that mix sequences).
-  static void attend_token(const Args &g, int64_t t, int64_t h) {
-    const kiln_kv_cache *c = g.a->cache;
-    {
-      int64_t kvh = h / GROUP;
-      int64_t pos = g.a->positions[t];
-      int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
-      const float *q = g.q + (t * H + h) * D;
-      const KvRows<E> rows(c, g.layer, g.a->seq_ids[t], kvh, D);
-      float m = -INFINITY, l = 0.0f, acc[D],
-            score[DECODE_KV_PADDED]; // whole vectors: the vector loop stays in
-                                     // bounds
+  /// Rows [t0, t1) of head h: one token, or consecutive positions of one
+  /// sequence (a prefill chunk), against the key blocks they see.
+  static void attend(const kiln_step_args *a, int64_t layer, const float *q,
+                     float *y, int64_t h, int64_t t0, int64_t t1) {
+    const int64_t rows = t1 - t0;
+    RowsState st(q + (t0 * H + h) * D, a->positions[t0],
+                 KvRows<E>(a->cache, layer, a->seq_ids[t0], h / GROUP, D));
+    for (int64_t r = 0; r < rows; ++r) {
+      st.m[r] = -INFINITY;
+      st.l[r] = 0.0f;
       for (int64_t i = 0; i < D; ++i)
-        acc[i] = 0.0f;
-      for (int64_t s0 = lo; s0 <= pos; s0 += DECODE_KV_BLOCK) {
-        int64_t s1 =
-            s0 + DECODE_KV_BLOCK <= pos + 1 ? s0 + DECODE_KV_BLOCK : pos + 1;
-        float blockMax = -INFINITY;
-        for (int64_t s = s0; s < s1; ++s) {
-          score[s - s0] = dot(q, rows.key(s)) * SCALE;
-          blockMax = score[s - s0] > blockMax ? score[s - s0] : blockMax;
-        }
-        // Online softmax: rescale what was summed so far to the new maximum.
-        float mNew = blockMax > m ? blockMax : m;
-        float correction = expf(m - mNew);
-        l *= correction;
-        for (int64_t i = 0; i < D; ++i)
-          acc[i] *= correction;
-        // The block's weights, V at a time, the tail one by one.
-        int64_t n = s1 - s0, j = 0;
-        for (; j + V <= n; j += V)
-          vstore(score + j, vexp(vload(score + j) - mNew));
-        for (; j < n; ++j)
-          score[j] = expf(score[j] - mNew);
-        for (int64_t s = s0; s < s1; ++s) {
-          float p = score[s - s0];
-          l += p;
-          const E *v = rows.value(s);
-          for (int64_t i = 0; i < D; ++i)
-            acc[i] += p * kv_to_float(v[i]);
-        }
-        m = mNew;
-      }
-      float *y = g.y + (t * H + h) * D;
+        st.acc[r][i] = 0.0f;
+    }
+    const int64_t first = window_start(st.p0), last = st.p0 + rows - 1;
+    for (int64_t s0 = first / KV_BLOCK * KV_BLOCK; s0 <= last; s0 += KV_BLOCK) {
+      int64_t from = s0 > first ? s0 : first;
+      int64_t to = s0 + KV_BLOCK - 1 < last ? s0 + KV_BLOCK - 1 : last;
+      // Rows before the block's first position see none of it.
+      int64_t r = s0 - st.p0 > 0 ? s0 - st.p0 : 0;
+      for (; r + ROW_GROUP <= rows; r += ROW_GROUP)
+        attend_block<ROW_GROUP>(st, r, s0, from, to);
+      for (; r < rows; ++r)
+        attend_block<1>(st, r, s0, from, to);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      float *out = y + ((t0 + r) * H + h) * D;
       for (int64_t i = 0; i < D; ++i)
-        y[i] = acc[i] / l;
+        out[i] = st.acc[r][i] / st.l[r];
     }
   }
 
@@ -135,210 +254,24 @@ template <class C> struct Attention {
     return true;
   }
 
-  // Query rows a register block of attend_rows holds: R rows' outputs (D / V
-  // vectors each) in half of the vector registers, so each key and value
-  // vector loaded serves R rows. One row where D is not whole vectors.
-  static constexpr int VECTOR_REGISTERS = V == 16 ? 32 : 16;
-  static constexpr int64_t ROW_GROUP = D % V != 0                           ? 1
-                                       : VECTOR_REGISTERS / 2 / (D / V) < 1 ? 1
-                                       : VECTOR_REGISTERS / 2 / (D / V) > 8
-                                           ? 8
-                                           : VECTOR_REGISTERS / 2 / (D / V);
-
-  // What attend_rows keeps for its Q_BLOCK rows over the key blocks.
-  struct RowsState {
-    const float *q; // row 0's query (rows H * D apart)
-    int64_t p0;     // row 0's position
-    // The current key block's values, a row pointer per position (the block
-    // may span blocks of the paged cache).
-    const E *values[KV_PADDED];
-    float m[Q_BLOCK], l[Q_BLOCK], acc[Q_BLOCK][D];
-    float kt[D][KV_PADDED]; // the key block, transposed, zero past its end
-  };
-
-  // Rows [r0, r0 + R) against the key block at s0 of n positions: their
-  // scores as R outer products over kt (each kt vector loaded once for the R
-  // rows), each row's online softmax, then the weighted values with each
-  // value vector loaded once for the R rows. A row that sees no position of
-  // the block is left as it was.
-  template <int R>
-  static void attend_block(RowsState &st, int64_t r0, int64_t s0, int64_t n) {
-    bool sees[R];
-    float score[R][KV_PADDED];
-    vfloat sum[R][KV_VECTORS];
-    for (int r = 0; r < R; ++r) {
-      int64_t pos = st.p0 + r0 + r;
-      int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
-      sees[r] = s0 <= pos && s0 + n > lo;
-      for (int64_t j = 0; j < KV_VECTORS; ++j)
-        sum[r][j] = vfloat{};
-    }
-    for (int64_t i = 0; i < D; ++i) {
-      vfloat k[KV_VECTORS];
-      for (int64_t j = 0; j < KV_VECTORS; ++j)
-        k[j] = vload(&st.kt[i][j * V]);
-      for (int r = 0; r < R; ++r) {
-        float qi = st.q[(r0 + r) * H * D + i];
-        for (int64_t j = 0; j < KV_VECTORS; ++j)
-          sum[r][j] += qi * k[j];
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      if (!sees[r])
-        continue;
-      int64_t row = r0 + r, pos = st.p0 + row;
-      int64_t lo = WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
-      float *sc = score[r];
-      for (int64_t j = 0; j < KV_VECTORS; ++j)
-        vstore(sc + j * V, sum[r][j] * SCALE);
-      // A row that sees the whole block (all but the diagonal block of a
-      // causal prefill) needs no mask: its maximum and sum are taken in
-      // vectors.
-      bool whole = n == KV_PADDED && s0 + n - 1 <= pos && s0 >= lo;
-      float blockMax = -INFINITY;
-      if (whole) {
-        vfloat top = vload(sc);
-        for (int64_t j = 1; j < KV_VECTORS; ++j) {
-          vfloat x = vload(sc + j * V);
-          top = x > top ? x : top;
-        }
-        blockMax = hmax(top);
-      } else {
-        for (int64_t j = 0; j < n; ++j) {
-          int64_t s = s0 + j;
-          if (s > pos || s < lo)
-            sc[j] = -INFINITY;
-          else if (sc[j] > blockMax)
-            blockMax = sc[j];
-        }
-      }
-      float mNew = blockMax > st.m[row] ? blockMax : st.m[row];
-      float correction = expf(st.m[row] - mNew);
-      st.l[row] *= correction;
-      for (int64_t i = 0; i < D; ++i)
-        st.acc[row][i] *= correction;
-      vfloat total = vfloat{};
-      for (int64_t j = 0; j < KV_VECTORS; ++j) {
-        vfloat e = vexp(vload(sc + j * V) - mNew);
-        vstore(sc + j * V, e);
-        total += e;
-      }
-      if (whole) {
-        st.l[row] += hsum(total);
-      } else {
-        // Masked positions weigh exactly 0 (vexp clamps below e^-87).
-        for (int64_t j = 0; j < n; ++j) {
-          int64_t s = s0 + j;
-          if (s > pos || s < lo)
-            sc[j] = 0.0f;
-          else
-            st.l[row] += sc[j];
-        }
-      }
-      st.m[row] = mNew;
-    }
-    if constexpr (D % V == 0) {
-      // The R rows' outputs stay in registers over the block.
-      vfloat o[R][D / V];
-      for (int r = 0; r < R; ++r)
-        for (int64_t i = 0; i < D / V; ++i)
-          o[r][i] = vload(&st.acc[r0 + r][i * V]);
-      for (int64_t j = 0; j < n; ++j) {
-        const E *v = st.values[j];
-        vfloat vv[D / V];
-        for (int64_t i = 0; i < D / V; ++i)
-          vv[i] = vload(v + i * V);
-        for (int r = 0; r < R; ++r) {
-          if (!sees[r])
-            continue;
-          float p = score[r][j];
-          for (int64_t i = 0; i < D / V; ++i)
-            o[r][i] += p * vv[i];
-        }
-      }
-      for (int r = 0; r < R; ++r)
-        for (int64_t i = 0; i < D / V; ++i)
-          vstore(&st.acc[r0 + r][i * V], o[r][i]);
-    } else {
-      for (int r = 0; r < R; ++r) {
-        if (!sees[r])
-          continue;
-        for (int64_t j = 0; j < n; ++j) {
-          float p = score[r][j];
-          const E *v = st.values[j];
-          for (int64_t i = 0; i < D; ++i)
-            st.acc[r0 + r][i] += p * kv_to_float(v[i]);
-        }
-      }
-    }
-  }
-
-  // Rows [t0, t1) of one head (one sequence, consecutive positions) against
-  // blocks of KV_BLOCK cached positions: each key block is transposed once,
-  // then groups of ROW_GROUP rows go through it together (attend_block).
-  static void attend_rows(const Args &g, int64_t h, int64_t t0, int64_t t1) {
-    const kiln_kv_cache *c = g.a->cache;
-    const int64_t kvh = h / GROUP, rows = t1 - t0;
-    const int64_t p0 = g.a->positions[t0], last = p0 + rows - 1;
-    const KvRows<E> cached(c, g.layer, g.a->seq_ids[t0], kvh, D);
-    RowsState st;
-    st.q = g.q + (t0 * H + h) * D;
-    st.p0 = p0;
-    for (int64_t r = 0; r < rows; ++r) {
-      st.m[r] = -INFINITY;
-      st.l[r] = 0.0f;
-      for (int64_t i = 0; i < D; ++i)
-        st.acc[r][i] = 0.0f;
-    }
-    int64_t first = WINDOW && p0 - WINDOW + 1 > 0 ? p0 - WINDOW + 1 : 0;
-    for (int64_t s0 = first; s0 <= last; s0 += KV_BLOCK) {
-      int64_t n = last + 1 - s0 < KV_BLOCK ? last + 1 - s0 : KV_BLOCK;
-      for (int64_t j = 0; j < KV_PADDED; ++j) {
-        if (j >= n) { // padding past the block's last position
-          for (int64_t i = 0; i < D; ++i)
-            st.kt[i][j] = 0.0f;
-          continue;
-        }
-        const E *k = cached.key(s0 + j);
-        for (int64_t i = 0; i < D; ++i)
-          st.kt[i][j] = kv_to_float(k[i]);
-        st.values[j] = cached.value(s0 + j);
-      }
-      // Rows before the block's first position (s0 - p0) see none of it.
-      int64_t r = s0 - p0 > 0 ? s0 - p0 : 0;
-      for (; r + ROW_GROUP <= rows; r += ROW_GROUP)
-        attend_block<ROW_GROUP>(st, r, s0, n);
-      for (; r < rows; ++r)
-        attend_block<1>(st, r, s0, n);
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      float *y = g.y + ((t0 + r) * H + h) * D;
-      for (int64_t i = 0; i < D; ++i)
-        y[i] = st.acc[r][i] / st.l[r];
-    }
-  }
-
-  // Jobs [begin, end) of (block of q tokens, head).
-  static void jobs(const Args &g, int64_t begin, int64_t end) {
-    for (int64_t job = begin; job < end; ++job) {
-      int64_t t0 = job / H * g.qBlock, h = job % H;
-      int64_t t1 = t0 + g.qBlock < g.a->tokens ? t0 + g.qBlock : g.a->tokens;
-      if (t1 - t0 > 1 && contiguous(g.a, t0, t1)) {
-        attend_rows(g, h, t0, t1);
-        continue;
-      }
-      for (int64_t t = t0; t < t1; ++t)
-        attend_token(g, t, h);
-    }
-  }
-
   /// The kernel: y = attention of the query rows q [tokens, H, D] over the
   /// layer's cached keys and values.
   static void run(const kiln_step_args *a, int64_t layer, const float *q,
                   float *y) {
-    Args g{a, layer, q, y, a->tokens >= C::PREFILL_FROM ? Q_BLOCK : DECODE_Q};
-    parallel(a, (a->tokens + g.qBlock - 1) / g.qBlock * H,
-             [&](int64_t begin, int64_t end) { jobs(g, begin, end); });
+    const int64_t qBlock = a->tokens >= C::PREFILL_FROM ? Q_BLOCK : DECODE_Q;
+    parallel(a, (a->tokens + qBlock - 1) / qBlock * H,
+             [&](int64_t begin, int64_t end) {
+               for (int64_t job = begin; job < end; ++job) {
+                 int64_t t0 = job / H * qBlock, h = job % H;
+                 int64_t t1 = t0 + qBlock < a->tokens ? t0 + qBlock : a->tokens;
+                 if (contiguous(a, t0, t1)) {
+                   attend(a, layer, q, y, h, t0, t1);
+                   continue;
+                 }
+                 for (int64_t t = t0; t < t1; ++t)
+                   attend(a, layer, q, y, h, t, t + 1);
+               }
+             });
   }
 };
 

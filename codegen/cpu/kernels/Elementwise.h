@@ -90,9 +90,20 @@ void unary(const kiln_step_args *a, int64_t n, const float *x, float *y) {
   constexpr Unary F = C::OP;
   const float factor = C::FACTOR;
   elementwise_tasks(a, n, [&](int64_t i, int64_t stop) {
-    if constexpr (hasVectorForm<F>())
+    if constexpr (hasVectorForm<F>()) {
       for (; i + V <= stop; i += V)
         vstore(y + i, apply<F>(vload(x + i), factor));
+      // The tail in the vector form too: an element's result must not
+      // depend on where the step's row count puts the end (batch
+      // invariance), and the vector and scalar forms round differently.
+      if (i < stop) {
+        float in[V] = {}, out[V];
+        memcpy(in, x + i, size_t(stop - i) * sizeof(float));
+        vstore(out, apply<F>(vload(in), factor));
+        memcpy(y + i, out, size_t(stop - i) * sizeof(float));
+      }
+      return;
+    }
     for (; i < stop; ++i)
       y[i] = apply<F>(x[i], factor);
   });
@@ -126,45 +137,46 @@ void binary(const kiln_step_args *a, int64_t n, const float *l, const float *r,
 /// dimension; cols is a runtime count, e.g. the cached positions S). A -inf
 /// entry (a masked position) weighs exactly 0, and a row masked entirely
 /// has no distribution: it is all zeros, as in the interpreter. y may be x.
+/// Every entry takes the vector form, the last vector padded with -inf, so
+/// a row's result does not change when masked columns are added at its end
+/// (S follows the step's largest position: batch invariance).
 inline void softmax_rows(const float *x, float *y, int64_t cols, int64_t begin,
                          int64_t end) {
+  // V entries from j, -inf past the row's end.
+  auto entries = [cols](const float *row, int64_t j) {
+    if (j + V <= cols)
+      return vload(row + j);
+    float padded[V];
+    for (int i = 0; i < V; ++i)
+      padded[i] = j + i < cols ? row[j + i] : -INFINITY;
+    return vload(padded);
+  };
   for (int64_t r = begin; r < end; ++r) {
     const float *xr = x + r * cols;
     float *yr = y + r * cols;
-    float m = -INFINITY;
-    int64_t j = 0;
-    if (cols >= V) {
-      vfloat top = vload(xr);
-      for (j = V; j + V <= cols; j += V) {
-        vfloat v = vload(xr + j);
-        top = v > top ? v : top;
-      }
-      m = hmax(top);
+    vfloat top = vsplat(-INFINITY);
+    for (int64_t j = 0; j < cols; j += V) {
+      vfloat v = entries(xr, j);
+      top = v > top ? v : top;
     }
-    for (; j < cols; ++j)
-      m = xr[j] > m ? xr[j] : m;
+    float m = hmax(top);
     if (m == -INFINITY) {
-      for (j = 0; j < cols; ++j)
+      for (int64_t j = 0; j < cols; ++j)
         yr[j] = 0.0f;
       continue;
     }
     vfloat total = vfloat{};
-    float tail = 0.0f;
-    for (j = 0; j + V <= cols; j += V) {
-      vfloat v = vload(xr + j);
+    for (int64_t j = 0; j < cols; j += V) {
+      vfloat v = entries(xr, j);
       vfloat e = vexp(v - m);
       e = v == -INFINITY ? vfloat{} : e; // vexp clamps: make masks exact
-      vstore(yr + j, e);
       total += e;
+      float lanes[V];
+      vstore(lanes, e);
+      memcpy(yr + j, lanes, size_t(j + V <= cols ? V : cols - j) * 4);
     }
-    for (; j < cols; ++j) {
-      yr[j] = expf(xr[j] - m);
-      tail += yr[j];
-    }
-    float inverse = 1.0f / (hsum(total) + tail);
-    for (j = 0; j + V <= cols; j += V)
-      vstore(yr + j, vload(yr + j) * inverse);
-    for (; j < cols; ++j)
+    float inverse = 1.0f / hsum(total);
+    for (int64_t j = 0; j < cols; ++j)
       yr[j] *= inverse;
   }
 }

@@ -103,7 +103,7 @@ void kv_append(const kiln_step_args *a, int64_t layer, const float *keys,
   const kiln_kv_cache *c = a->cache;
   for (int64_t t = 0; t < a->tokens; ++t) {
     int64_t seq = a->seq_ids[t], pos = a->positions[t];
-    kv_store(kv_keys<E>(c, layer, seq, pos), keys + t * ROW, ROW);
+    kv_store_key<E>(c, layer, seq, pos, keys + t * ROW, ROW);
     kv_store(kv_values<E>(c, layer, seq, pos), values + t * ROW, ROW);
   }
 }
@@ -129,7 +129,7 @@ void kv_read(const kiln_step_args *a, int64_t layer, int64_t s, float *keys,
           memset(v, 0, ROW * sizeof(float));
           continue;
         }
-        kv_load(k, kv_keys<E>(c, layer, seq, p), ROW);
+        kv_load_key<E>(k, c, layer, seq, p, ROW);
         kv_load(v, kv_values<E>(c, layer, seq, p), ROW);
       }
     }

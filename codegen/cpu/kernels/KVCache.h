@@ -1,13 +1,15 @@
 //===- KVCache.h - Rows of the paged KV cache -------------------*- C++ -*-===//
 //
-// Part of Kiln's CPU kernel library. Where a (layer, sequence, position) row
-// of keys or values lives in the runtime's paged cache (runtime/StepABI.h,
-// kiln_kv_cache): the sequence's block table names the block holding the
-// position, the strides place the row in it. Kernels ask for a row at a time,
-// so a block boundary never falls inside one; a row is kv_heads x head_dim
-// contiguous elements of the cache's element type (f32, f16 or bf16), which
-// readers widen to f32. The lookup is a load and two shifts, against the
-// head_dim multiply-adds per row every reader does with it.
+// Part of Kiln's CPU kernel library. Where a (layer, sequence, position)
+// entry of keys or values lives in the runtime's paged cache
+// (runtime/StepABI.h, kiln_kv_cache): the sequence's block table names the
+// block holding the position, the strides place the entry in it. Values are
+// rows of kv_heads x head_dim contiguous elements; keys are stored
+// transposed within a block (element i of every position of the block
+// together, position fastest), so attention loads V positions' element i as
+// one vector, with no transposition, whether it reads for one token or for a
+// prefill chunk. Elements are the cache's element type (f32, f16 or bf16),
+// which readers widen to f32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,59 +23,58 @@
 
 namespace kiln::kernels {
 
-/// The offset, in elements, of (layer, seq, position)'s row in either pool.
-inline int64_t kv_offset(const kiln_kv_cache *c, int64_t layer, int64_t seq,
-                         int64_t position) {
+/// The offset, in elements, of (layer, seq, position)'s block slot: where
+/// its value row starts, and, in the key pool, its key element 0 (the rest
+/// key_stride apart).
+inline int64_t kv_block_offset(const kiln_kv_cache *c, int64_t layer,
+                               int64_t seq, int64_t position) {
   // block_positions is a power of two (the runtime checks it).
   int64_t bp = c->block_positions;
   int64_t block = c->block_tables[seq * c->max_blocks_per_seq +
                                   (position >> __builtin_ctz(bp))];
-  return block * c->block_stride + layer * c->layer_stride +
-         (position & (bp - 1)) * c->position_stride;
+  return block * c->block_stride + layer * c->layer_stride;
 }
 
-/// The cached keys of (layer, seq, position): kv_heads x head_dim elements
-/// of the cache's element type E (float, bf16 or _Float16: the artifact's
-/// `kiln compile --kv-type`).
-template <class E>
-inline E *kv_keys(const kiln_kv_cache *c, int64_t layer, int64_t seq,
-                  int64_t position) {
-  return static_cast<E *>(c->keys) + kv_offset(c, layer, seq, position);
-}
-
-/// The cached values of (layer, seq, position), as kv_keys.
+/// The cached values of (layer, seq, position): kv_heads x head_dim
+/// contiguous elements of E.
 template <class E>
 inline E *kv_values(const kiln_kv_cache *c, int64_t layer, int64_t seq,
                     int64_t position) {
-  return static_cast<E *>(c->values) + kv_offset(c, layer, seq, position);
+  return static_cast<E *>(c->values) +
+         kv_block_offset(c, layer, seq, position) +
+         (position & (c->block_positions - 1)) * c->position_stride;
 }
 
-/// The rows of one sequence's keys and values for one layer and kv head:
-/// what a reader loops over. The block table row, the shift and the
-/// layer/head offset are taken once; a row is then a table load, a shift, a
-/// mask and a multiply-add away.
+/// One sequence's keys and values for one layer and kv head: what attention
+/// loops over. The block table row, the shift and the layer/head offsets are
+/// taken once; an entry is then a table load, a shift, a mask and a
+/// multiply-add away.
 template <class E> struct KvRows {
   const int32_t *table; // the sequence's block table
-  E *keys, *values;     // block 0's (layer, head) row 0
-  int64_t blockStride, positionStride, mask;
+  E *keys, *values;     // block 0's (layer, head) key element 0 and value row
+  int64_t blockStride, positionStride, keyStride, mask;
   int shift;
 
   KvRows(const kiln_kv_cache *c, int64_t layer, int64_t seq, int64_t head,
          int64_t headDim)
       : table(c->block_tables + seq * c->max_blocks_per_seq),
         keys(static_cast<E *>(c->keys) + layer * c->layer_stride +
-             head * headDim),
+             head * headDim * c->key_stride),
         values(static_cast<E *>(c->values) + layer * c->layer_stride +
                head * headDim),
         blockStride(c->block_stride), positionStride(c->position_stride),
-        mask(c->block_positions - 1), shift(__builtin_ctz(c->block_positions)) {
+        keyStride(c->key_stride), mask(c->block_positions - 1),
+        shift(__builtin_ctz(c->block_positions)) {}
+  /// Key element 0 of `position`; element i is i * keyStride further. From
+  /// a position that is a multiple of V (and block_positions is too), V
+  /// consecutive positions' element i are one vector.
+  E *keyColumn(int64_t position) const {
+    return keys + table[position >> shift] * blockStride + (position & mask);
   }
-  int64_t offset(int64_t position) const {
-    return table[position >> shift] * blockStride +
+  E *value(int64_t position) const {
+    return values + table[position >> shift] * blockStride +
            (position & mask) * positionStride;
   }
-  E *key(int64_t position) const { return keys + offset(position); }
-  E *value(int64_t position) const { return values + offset(position); }
 };
 
 /// One cached element as f32 (exact for every element type).
@@ -104,6 +105,30 @@ inline void kv_store(bf16 *to, const float *from, int64_t n) {
 template <class E> inline void kv_load(float *to, const E *from, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     to[i] = kv_to_float(from[i]);
+}
+
+/// Stores the key row (kv_heads x head_dim floats, `n` in all) of (layer,
+/// seq, position) as the cache's element type E (float, bf16 or _Float16:
+/// the artifact's `kiln compile --kv-type`), element i key_stride apart.
+template <class E>
+inline void kv_store_key(const kiln_kv_cache *c, int64_t layer, int64_t seq,
+                         int64_t position, const float *row, int64_t n) {
+  E *key = static_cast<E *>(c->keys) +
+           kv_block_offset(c, layer, seq, position) +
+           (position & (c->block_positions - 1));
+  for (int64_t i = 0; i < n; ++i)
+    kv_store(key + i * c->key_stride, row + i, 1);
+}
+
+/// Loads the key row of (layer, seq, position) as floats.
+template <class E>
+inline void kv_load_key(float *row, const kiln_kv_cache *c, int64_t layer,
+                        int64_t seq, int64_t position, int64_t n) {
+  const E *key = static_cast<const E *>(c->keys) +
+                 kv_block_offset(c, layer, seq, position) +
+                 (position & (c->block_positions - 1));
+  for (int64_t i = 0; i < n; ++i)
+    row[i] = kv_to_float(key[i * c->key_stride]);
 }
 
 } // namespace kiln::kernels
