@@ -86,11 +86,67 @@ std::string replaceAll(const std::string &text, const std::string &from,
   return out.append(text, start, std::string::npos);
 }
 
-/// A run of text or a token found verbatim in it (user-defined tokens).
+/// A run of text or a token found verbatim in it.
 struct Fragment {
   size_t start;
   size_t length;
   int32_t token; ///< -1 for text to tokenize.
+};
+
+/// Tokens matched verbatim in text before anything else (user-defined
+/// tokens, as SentencePiece and Hugging Face match them, and control tokens
+/// when encode() parses them): by first byte, the distinct lengths of their
+/// pieces, longest first, so the longest piece at a position wins.
+class VerbatimTokens {
+public:
+  void add(const std::string &piece, int32_t id) {
+    if (piece.empty() || !ids.emplace(piece, id).second)
+      return;
+    auto &l = lengths[static_cast<uint8_t>(piece[0])];
+    if (std::find(l.begin(), l.end(), piece.size()) == l.end()) {
+      l.push_back(piece.size());
+      std::sort(l.rbegin(), l.rend());
+    }
+  }
+
+  bool empty() const { return ids.empty(); }
+
+  /// `text` cut into runs and the tokens found in it, left to right.
+  std::vector<Fragment> partition(const std::string &text) const {
+    std::vector<Fragment> fragments;
+    size_t runStart = 0;
+    size_t i = 0;
+    while (i < text.size()) {
+      int32_t found = -1;
+      size_t foundLength = 0;
+      for (size_t length : lengths[static_cast<uint8_t>(text[i])]) {
+        if (length > text.size() - i)
+          continue;
+        auto it = ids.find(text.substr(i, length));
+        if (it != ids.end()) {
+          found = it->second;
+          foundLength = length;
+          break;
+        }
+      }
+      if (found < 0) {
+        ++i;
+        continue;
+      }
+      if (i > runStart)
+        fragments.push_back({runStart, i - runStart, -1});
+      fragments.push_back({i, foundLength, found});
+      i += foundLength;
+      runStart = i;
+    }
+    if (runStart < text.size())
+      fragments.push_back({runStart, text.size() - runStart, -1});
+    return fragments;
+  }
+
+private:
+  std::array<std::vector<size_t>, 256> lengths;
+  std::unordered_map<std::string, int32_t> ids;
 };
 
 /// A symbol of the merge loops: a byte range of the text, linked to its
@@ -171,11 +227,10 @@ struct Tokenizer::Impl {
   std::array<int32_t, 256> byteToken;
   int32_t unknownId = -1;
 
-  /// User-defined tokens are cut out of the text before anything else
-  /// (SentencePiece and Hugging Face match them verbatim): by first byte,
-  /// the distinct lengths of those pieces, longest first.
-  std::array<std::vector<size_t>, 256> userDefinedLengths;
-  std::unordered_map<std::string, int32_t> userDefined;
+  /// User-defined tokens are cut out of the text before anything else;
+  /// control (and unknown) tokens too when encode() parses special text.
+  VerbatimTokens userDefined;
+  VerbatimTokens control;
 
   // ByteLevelBPE.
   std::unique_ptr<detail::PreTokenizer> preTokenizer;
@@ -206,8 +261,7 @@ struct Tokenizer::Impl {
     return it != pieceToId.end() && isTextPiece(it->second) ? it->second : -1;
   }
 
-  std::vector<Fragment> partition(const std::string &text) const;
-  void encodeScoreMerge(const std::string &text,
+  void encodeScoreMerge(const std::string &text, bool spacePrefix,
                         std::vector<int32_t> &ids) const;
   void scoreMergeRun(const std::string &text, size_t start, size_t length,
                      std::vector<int32_t> &ids) const;
@@ -289,16 +343,12 @@ Tokenizer::Tokenizer(TokenizerSpec spec)
     }
     if (type == TokenType::Unknown && m.unknownId < 0)
       m.unknownId = id;
-    if (type == TokenType::UserDefined && !piece.empty() &&
-        m.userDefined.emplace(piece, id).second) {
-      auto &lengths = m.userDefinedLengths[static_cast<uint8_t>(piece[0])];
-      if (std::find(lengths.begin(), lengths.end(), piece.size()) ==
-          lengths.end())
-        lengths.push_back(piece.size());
-    }
+    if (type == TokenType::UserDefined)
+      m.userDefined.add(piece, id);
+    // llama.cpp's parse_special matches control and unknown tokens.
+    if (type == TokenType::Control || type == TokenType::Unknown)
+      m.control.add(piece, id);
   }
-  for (auto &lengths : m.userDefinedLengths)
-    std::sort(lengths.rbegin(), lengths.rend());
   if (m.unknownId < 0 && s.types.empty()) {
     auto it = m.pieceToId.find("<unk>");
     if (it != m.pieceToId.end())
@@ -363,7 +413,7 @@ Tokenizer::~Tokenizer() = default;
 // reads have moved with it, but the pointer itself must follow the object.
 Tokenizer::Tokenizer(Tokenizer &&other) noexcept
     : tokenizerSpec(std::move(other.tokenizerSpec)),
-      impl(std::move(other.impl)) {
+      impl(std::move(other.impl)), parseSpecial(other.parseSpecial) {
   if (impl)
     impl->spec = &tokenizerSpec;
 }
@@ -371,6 +421,7 @@ Tokenizer::Tokenizer(Tokenizer &&other) noexcept
 Tokenizer &Tokenizer::operator=(Tokenizer &&other) noexcept {
   tokenizerSpec = std::move(other.tokenizerSpec);
   impl = std::move(other.impl);
+  parseSpecial = other.parseSpecial;
   if (impl)
     impl->spec = &tokenizerSpec;
   return *this;
@@ -380,51 +431,18 @@ Tokenizer &Tokenizer::operator=(Tokenizer &&other) noexcept {
 // Encoding
 //===----------------------------------------------------------------------===//
 
-std::vector<Fragment>
-Tokenizer::Impl::partition(const std::string &text) const {
-  std::vector<Fragment> fragments;
-  size_t runStart = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    int32_t found = -1;
-    size_t foundLength = 0;
-    if (!userDefined.empty()) {
-      for (size_t length : userDefinedLengths[static_cast<uint8_t>(text[i])]) {
-        if (length > text.size() - i)
-          continue;
-        auto it = userDefined.find(text.substr(i, length));
-        if (it != userDefined.end()) {
-          found = it->second;
-          foundLength = length;
-          break;
-        }
-      }
-    }
-    if (found < 0) {
-      ++i;
-      continue;
-    }
-    if (i > runStart)
-      fragments.push_back({runStart, i - runStart, -1});
-    fragments.push_back({i, foundLength, found});
-    i += foundLength;
-    runStart = i;
-  }
-  if (runStart < text.size())
-    fragments.push_back({runStart, text.size() - runStart, -1});
-  return fragments;
-}
-
 void Tokenizer::Impl::encodeScoreMerge(const std::string &text,
+                                       bool spacePrefix,
                                        std::vector<int32_t> &ids) const {
   // SentencePiece normalization as Llama uses it: spaces become the space
   // symbol and one is prepended (the "dummy prefix"), so that a word at the
   // start of the text tokenizes as it does after a space.
-  std::string normalized = spec->addSpacePrefix ? spec->spaceSymbol : "";
+  std::string normalized =
+      spec->addSpacePrefix && spacePrefix ? spec->spaceSymbol : "";
   normalized += spec->spaceSymbol == " "
                     ? text
                     : replaceAll(text, " ", spec->spaceSymbol);
-  for (const Fragment &fragment : partition(normalized)) {
+  for (const Fragment &fragment : userDefined.partition(normalized)) {
     if (fragment.token >= 0)
       ids.push_back(fragment.token);
     else
@@ -488,7 +506,7 @@ void Tokenizer::Impl::scoreMergeRun(const std::string &text, size_t start,
 
 void Tokenizer::Impl::encodeByteLevel(const std::string &text,
                                       std::vector<int32_t> &ids) const {
-  for (const Fragment &fragment : partition(text)) {
+  for (const Fragment &fragment : userDefined.partition(text)) {
     if (fragment.token >= 0) {
       ids.push_back(fragment.token);
       continue;
@@ -556,14 +574,31 @@ void Tokenizer::Impl::byteLevelWord(std::string_view word,
 std::vector<int32_t> Tokenizer::encode(const std::string &text,
                                        bool addBos) const {
   std::vector<int32_t> ids;
-  if (addBos && tokenizerSpec.bosId >= 0)
-    ids.push_back(tokenizerSpec.bosId);
-  if (text.empty())
-    return ids;
-  if (tokenizerSpec.model == TokenizerSpec::Model::ScoreMerge)
-    impl->encodeScoreMerge(text, ids);
-  else
-    impl->encodeByteLevel(text, ids);
+  std::vector<Fragment> fragments =
+      parseSpecial ? impl->control.partition(text)
+                   : std::vector<Fragment>{{0, text.size(), -1}};
+  // As llama.cpp: the text after a control token starts afresh, with the
+  // dummy prefix of a ScoreMerge vocabulary.
+  bool afterSpecial = true;
+  for (const Fragment &fragment : fragments) {
+    if (fragment.token >= 0) {
+      ids.push_back(fragment.token);
+      afterSpecial = true;
+      continue;
+    }
+    if (fragment.length == 0)
+      continue;
+    std::string run = text.substr(fragment.start, fragment.length);
+    if (tokenizerSpec.model == TokenizerSpec::Model::ScoreMerge)
+      impl->encodeScoreMerge(run, afterSpecial, ids);
+    else
+      impl->encodeByteLevel(run, ids);
+    afterSpecial = false;
+  }
+  // A chat template writes BOS itself; a second one would change the prompt.
+  int32_t bos = tokenizerSpec.bosId;
+  if (addBos && bos >= 0 && (ids.empty() || ids[0] != bos))
+    ids.insert(ids.begin(), bos);
   return ids;
 }
 

@@ -86,8 +86,17 @@ public:
   }
 
   /// Token ids of `text`, starting with BOS when `addBos` (and the vocabulary
-  /// has one).
+  /// has one) unless the text already starts with it: a chat template
+  /// writes BOS itself. Control and unknown tokens written in the text (such
+  /// as "<|start_header_id|>") become their ids when parseSpecial() is on,
+  /// as llama.cpp's parse_special does; user-defined tokens always do.
   std::vector<int32_t> encode(const std::string &text, bool addBos) const;
+
+  /// Whether encode() turns control-token text into control tokens (on by
+  /// default, as in llama.cpp; off, text such as "<s>" in a user's message
+  /// is tokenized as the characters it is).
+  void setParseSpecial(bool on) { parseSpecial = on; }
+  bool parsesSpecial() const { return parseSpecial; }
 
   /// The bytes token `id` stands for when printed after token `previous`,
   /// with llama2.c's rules for ScoreMerge vocabularies: after BOS a leading
@@ -104,6 +113,7 @@ private:
   struct Impl;
   TokenizerSpec tokenizerSpec;
   std::unique_ptr<Impl> impl;
+  bool parseSpecial = true;
 };
 
 } // namespace kiln::runtime

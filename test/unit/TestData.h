@@ -1,8 +1,9 @@
 //===- TestData.h - Locating ../shared test files ---------------*- C++ -*-===//
 //
-// Part of Kiln's unit tests. Model and vocabulary fixtures are not committed
-// to Kiln; tests read them from $KILN_TEST_MODELS and $KILN_TEST_VOCAB
-// (defaults: ../shared/models and ../shared/vocab beside the checkout). Where
+// Part of Kiln's unit tests. Model, vocabulary and chat template fixtures are
+// not committed to Kiln; tests read them from $KILN_TEST_MODELS,
+// $KILN_TEST_VOCAB and $KILN_TEST_CHAT_TEMPLATES (defaults: ../shared/models,
+// ../shared/vocab and ../shared/chat-templates beside the checkout). Where
 // they are missing, a test is skipped with a message saying where to put
 // them -- except in CI (CI=true), where that is a failure.
 //
@@ -32,6 +33,11 @@ inline std::string vocabDir() {
   return envOr("KILN_TEST_VOCAB", KILN_SOURCE_DIR "/../shared/vocab");
 }
 
+inline std::string chatTemplatesDir() {
+  return envOr("KILN_TEST_CHAT_TEMPLATES",
+               KILN_SOURCE_DIR "/../shared/chat-templates");
+}
+
 inline bool fileExists(const std::string &path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
@@ -50,8 +56,9 @@ inline bool inCI() { return envOr("CI", "") == "true"; }
         FAIL() << "missing test file " << kilnTestFile_                        \
                << " (CI needs ../shared beside the clone)";                    \
       GTEST_SKIP() << "missing test file " << kilnTestFile_                    \
-                   << "; set KILN_TEST_MODELS / KILN_TEST_VOCAB or put "       \
-                      "shared/ beside the checkout";                           \
+                   << "; set KILN_TEST_MODELS / KILN_TEST_VOCAB / "            \
+                      "KILN_TEST_CHAT_TEMPLATES or put shared/ beside the "    \
+                      "checkout";                                              \
     }                                                                          \
   } while (false)
 

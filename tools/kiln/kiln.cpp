@@ -6,6 +6,7 @@
 //   kiln import MODEL    write the model's kiln module as MLIR text
 //   kiln inspect MODEL   print configuration, tensors and tokenizer summary
 //   kiln tokenize TEXT   print token ids
+//   kiln chat-template T C  render chat template T over conversation C
 //   kiln targets         print the native and the named compilation targets
 //   kiln make-model      write a synthetic Llama with random weights
 //   kiln compile MODEL   compile into an artifact (one step library per target)
@@ -14,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/kiln/BenchCommand.h"
+#include "tools/kiln/ChatTemplateCommand.h"
 #include "tools/kiln/DemoCommand.h"
 #include "tools/kiln/TerminalProgress.h"
 
@@ -62,6 +64,7 @@ struct RunOptions {
   std::string target = "native", dtype = "f32", kvType = "f32";
   int threads = 0;
   int64_t kvMemory = 0; ///< bytes of KV cache blocks; 0: the whole context
+  bool noParseSpecial = false; ///< control-token text stays text
 };
 
 /// Whether `path` starts with an artifact's magic.
@@ -131,6 +134,7 @@ int runArtifact(const RunOptions &o, const std::string &path) {
   runtime::Tokenizer tokenizer =
       o.tokenizer.empty() ? runtime::Tokenizer(model->tokenizerSpec())
                           : runtime::Tokenizer(readTokenizerFile(o.tokenizer));
+  tokenizer.setParseSpecial(!o.noParseSpecial);
   auto step = [&](const runtime::StepBatch &batch) {
     return model->step(batch);
   };
@@ -155,6 +159,7 @@ int runInterpreted(const RunOptions &o) {
   if (o.fusion || !o.fusionRules.empty())
     fuseLoadedModel(model, o.fusion, o.explainFusion, o.fusionRules);
   runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
+  tokenizer.setParseSpecial(!o.noParseSpecial);
   func::FuncOp stepFunc = findStepFunction(*model.module);
   auto cacheType = cast<KVCacheType>(stepFunc.getArgumentTypes().back());
   ReferenceKVCache<float> cache(cacheType);
@@ -317,8 +322,9 @@ int inspect(const std::string &modelPath) {
 //===----------------------------------------------------------------------===//
 
 int tokenize(const std::string &tokenizerPath, const std::string &text,
-             bool noBos) {
+             bool noBos, bool noParseSpecial) {
   runtime::Tokenizer tokenizer(readTokenizerFile(tokenizerPath));
+  tokenizer.setParseSpecial(!noParseSpecial);
   std::vector<int32_t> ids = tokenizer.encode(text, !noBos);
   for (size_t i = 0; i < ids.size(); ++i)
     std::printf("%s%d", i ? " " : "", ids[i]);
@@ -491,6 +497,10 @@ int main(int argc, char **argv) {
                      "tokenizer.bin, tokenizer.json or a GGUF holding the "
                      "vocabulary");
   runCmd->add_option("-p,--prompt", runOptions.prompt, "Prompt text");
+  runCmd->add_flag("--no-parse-special", runOptions.noParseSpecial,
+                   "Tokenize control-token text in the prompt (<s>, "
+                   "<|eot_id|>, ...) as the characters it is, not as the "
+                   "control token");
   runCmd
       ->add_option("-n,--steps", runOptions.steps,
                    "Positions to run, prompt included (default 256)")
@@ -628,7 +638,7 @@ int main(int argc, char **argv) {
       ->required();
 
   std::string tokenizerPath, text;
-  bool noBos = false;
+  bool noBos = false, noParseSpecial = false;
   CLI::App *tokenizeCmd =
       app.add_subcommand("tokenize", "Print the token ids of a text");
   tokenizeCmd
@@ -637,7 +647,34 @@ int main(int argc, char **argv) {
                    "model directory")
       ->required();
   tokenizeCmd->add_option("text", text, "Text to encode")->required();
-  tokenizeCmd->add_flag("--no-bos", noBos, "Do not start with BOS");
+  tokenizeCmd->add_flag("--no-bos", noBos,
+                        "Do not start with BOS (none is added anyway when "
+                        "the text starts with it)");
+  tokenizeCmd->add_flag("--no-parse-special", noParseSpecial,
+                        "Tokenize control-token text such as <s> as the "
+                        "characters it is, not as the control token");
+
+  ChatTemplateCommandOptions chatTemplateOptions;
+  CLI::App *chatTemplateCmd = app.add_subcommand(
+      "chat-template", "Render a chat template over a conversation and print "
+                       "the prompt (nothing else)");
+  chatTemplateCmd
+      ->add_option("template", chatTemplateOptions.templatePath,
+                   "Jinja chat template file")
+      ->required();
+  chatTemplateCmd
+      ->add_option("conversation", chatTemplateOptions.conversationPath,
+                   "JSON object: {\"messages\": [{\"role\": ..., "
+                   "\"content\": ...}], \"add_generation_prompt\": true}; "
+                   "other members (e.g. tools) are template variables too")
+      ->required();
+  chatTemplateCmd->add_option("--bos-token", chatTemplateOptions.bosToken,
+                              "bos_token's text (default <s>)");
+  chatTemplateCmd->add_option("--eos-token", chatTemplateOptions.eosToken,
+                              "eos_token's text (default </s>)");
+  chatTemplateCmd->add_option("--date", chatTemplateOptions.date,
+                              "YYYY-MM-DD that strftime_now() formats "
+                              "(default: today)");
 
   std::string targetSpec;
   CLI::App *targetsCmd = app.add_subcommand(
@@ -744,7 +781,9 @@ int main(int argc, char **argv) {
     if (*inspectCmd)
       return inspect(inspectModelPath);
     if (*tokenizeCmd)
-      return tokenize(tokenizerPath, text, noBos);
+      return tokenize(tokenizerPath, text, noBos, noParseSpecial);
+    if (*chatTemplateCmd)
+      return runChatTemplate(chatTemplateOptions);
     if (*targetsCmd)
       return targets(targetSpec);
     if (*benchCmd) {
