@@ -63,10 +63,11 @@ void printBatchTable(const BatchResults &r, std::FILE *out) {
                "(seed %llu), prefilled one sequence a step, then %lld decode "
                "steps of B tokens (one a sequence at positions %lld..%lld, "
                "logits for each); a KV cache for B sequences of %lld "
-               "positions; %d thread%s\n",
+               "positions%s%s; %d thread%s\n",
                p, (unsigned long long)o.seed, g, p, p + g - 1,
-               (long long)r.contextLength, r.threads,
-               r.threads == 1 ? "" : "s");
+               (long long)r.contextLength,
+               o.kvMemory.empty() ? "" : ", its pool limited to --kv-memory ",
+               o.kvMemory.c_str(), r.threads, r.threads == 1 ? "" : "s");
   std::fprintf(out,
                "timing     %d timed run%s after a warm-up, the median "
                "quoted%s; step latency percentiles over every timed step; "

@@ -7,6 +7,8 @@
 
 #include "bench/BatchRunner.h"
 
+#include "runtime/MemoryAmount.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -115,7 +117,11 @@ BatchResult benchBatch(const BenchOptions &o, int batch,
   options.threads = results.threads;
   options.maxSequences = batch;
   options.contextLength = results.contextLength;
-  options.kvMemoryBytes = 0; // every sequence can reach P + G
+  // Without a budget every sequence can reach P + G; with one, a pool too
+  // small stops the run with the cache's error.
+  options.kvMemoryBytes =
+      o.kvMemory.empty() ? 0
+                         : runtime::MemoryAmount::parse(o.kvMemory).resolve();
   options.verifyHashes = results.batches.empty();
   std::unique_ptr<CompiledModel> model =
       CompiledModel::load(o.artifact, options);

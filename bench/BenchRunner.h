@@ -47,6 +47,9 @@ struct BenchOptions {
   /// Batch sizes of the batched decode (bench/BatchRunner.h); empty: the
   /// usual single-sequence figures instead.
   std::vector<int> batch;
+  /// With batch: the KV cache's block pool, as `kiln run --kv-memory` takes
+  /// it (runtime/MemoryAmount.h); empty: enough for every sequence.
+  std::string kvMemory;
   std::string command; ///< the command line, quoted in the report's header
 };
 

@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
 #include <memory>
 #include <openssl/evp.h>
 #include <sstream>
@@ -668,6 +669,13 @@ unpackSources(std::string_view archive) {
     throw ArtifactError(concat(where, ": ", archive.size() - pos,
                                " unexpected bytes after the last file"));
   return files;
+}
+
+bool hasArtifactMagic(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[sizeof(kMagic)] = {};
+  in.read(magic, sizeof magic);
+  return in && std::memcmp(magic, kMagic, sizeof magic) == 0;
 }
 
 } // namespace kiln::runtime

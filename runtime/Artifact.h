@@ -55,6 +55,11 @@ constexpr const char *kTokenizer = "tokenizer"; ///< TokenizerSpec as JSON.
 constexpr const char *kSources = "sources";     ///< packSources() archive.
 } // namespace section
 
+/// Whether the file at `path` starts with an artifact's magic (to tell an
+/// artifact from a model file; Artifact::open validates the rest). False
+/// when it cannot be read.
+bool hasArtifactMagic(const std::string &path);
+
 /// One entry of the section table.
 struct SectionInfo {
   std::string name;

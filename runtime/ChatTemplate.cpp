@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace kiln::runtime {
@@ -42,6 +44,16 @@ std::string renderChat(const jinja::Template &chatTemplate,
   jinja::RenderOptions renderOptions;
   renderOptions.now = options.now;
   return chatTemplate.render(context, renderOptions);
+}
+
+std::string readChatTemplateFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error("cannot read the chat template " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  jinja::Template parsed(text.str(), path);
+  return text.str();
 }
 
 std::tm parseIsoDate(const std::string &text) {

@@ -38,6 +38,11 @@ std::string renderChat(const jinja::Template &chatTemplate,
                        const nlohmann::ordered_json &conversation,
                        const ChatTemplateOptions &options);
 
+/// The text of the chat template file `path` (--chat-template), checked to
+/// parse: a jinja::TemplateError names the file and line at fault, a file
+/// that cannot be read throws std::runtime_error naming it.
+std::string readChatTemplateFile(const std::string &path);
+
 /// Midnight of a "YYYY-MM-DD" date; throws std::invalid_argument naming the
 /// text otherwise.
 std::tm parseIsoDate(const std::string &text);

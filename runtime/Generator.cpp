@@ -38,11 +38,21 @@ GenerationResult
 generate(const Tokenizer &tokenizer, const StepFunction &step,
          const std::string &prompt, const GenerationOptions &options,
          const std::function<void(const std::string &)> &emit) {
-  GenerationResult result;
   std::vector<int32_t> promptIds = tokenizer.encode(prompt, /*addBos=*/true);
   if (promptIds.empty())
     throw std::invalid_argument("the prompt encodes to no tokens and the "
                                 "vocabulary has no BOS");
+  return generateFromIds(tokenizer, step, promptIds, options, emit);
+}
+
+GenerationResult
+generateFromIds(const Tokenizer &tokenizer, const StepFunction &step,
+                const std::vector<int32_t> &promptIds,
+                const GenerationOptions &options,
+                const std::function<void(const std::string &)> &emit) {
+  if (promptIds.empty())
+    throw std::invalid_argument("generation needs at least one prompt token");
+  GenerationResult result;
   const int32_t n = static_cast<int32_t>(promptIds.size());
   const int32_t steps = options.steps;
   const int32_t bos = tokenizer.spec().bosId;
@@ -54,7 +64,7 @@ generate(const Tokenizer &tokenizer, const StepFunction &step,
 
   // The prompt is echoed as llama2.c feeds it, one piece per position.
   int32_t echoed = std::min(n - 1, steps);
-  for (int32_t i = 0; i < echoed; ++i)
+  for (int32_t i = 0; options.echoPrompt && i < echoed; ++i)
     say(promptIds[i], promptIds[i + 1]);
   result.tokens.assign(promptIds.begin(), promptIds.begin() + echoed + 1);
   result.promptTokens = n;
@@ -82,8 +92,10 @@ generate(const Tokenizer &tokenizer, const StepFunction &step,
     bool stop = next == bos ||
                 std::find(options.stopTokens.begin(), options.stopTokens.end(),
                           next) != options.stopTokens.end();
-    if (stop)
+    if (stop) {
+      result.stopToken = next;
       break;
+    }
     say(token, next);
     result.tokens.push_back(next);
     token = next;

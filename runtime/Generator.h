@@ -29,6 +29,9 @@ struct GenerationOptions {
   int32_t contextLength = 0;       ///< Positions the model may use.
   std::vector<int32_t> stopTokens; ///< Besides BOS (llama2.c's stop).
   SamplerOptions sampler;
+  /// Whether the prompt's pieces are emitted before the generated ones
+  /// (llama2.c prints its prompt; a chat prints only the reply).
+  bool echoPrompt = true;
 };
 
 struct GenerationResult {
@@ -38,6 +41,9 @@ struct GenerationResult {
   double decodeSeconds = 0;
   int32_t decodedTokens = 0; ///< Tokens sampled.
   bool hitContextLimit = false;
+  /// The token that stopped generation (BOS or one of stopTokens; not in
+  /// `tokens`), or -1 when it ran out of steps or context.
+  int32_t stopToken = -1;
 };
 
 /// Generates from `prompt`; `emit` receives each printable piece as soon as
@@ -47,6 +53,15 @@ GenerationResult generate(const Tokenizer &tokenizer, const StepFunction &step,
                           const std::string &prompt,
                           const GenerationOptions &options,
                           const std::function<void(const std::string &)> &emit);
+
+/// The same from a prompt already encoded (a chat's rendered prompt, whose
+/// BOS the template decides); `promptIds` must not be empty. A stop token
+/// ends generation without being emitted or kept in the result.
+GenerationResult
+generateFromIds(const Tokenizer &tokenizer, const StepFunction &step,
+                const std::vector<int32_t> &promptIds,
+                const GenerationOptions &options,
+                const std::function<void(const std::string &)> &emit);
 
 } // namespace kiln::runtime
 

@@ -68,6 +68,14 @@ struct TokenizerSpec {
   int32_t eosId = -1;
   int32_t eotId = -1;
   bool addBos = true; ///< Whether encode() starts with BOS by default.
+
+  /// The model's chat template (Jinja source) as its files give it: GGUF's
+  /// tokenizer.chat_template, tokenizer_config.json's chat_template. Empty
+  /// when the model has none (Chat.h's default then applies). The encoder
+  /// does not use it; it travels with the vocabulary because the template
+  /// is written for this vocabulary's control tokens. Its bos_token and
+  /// eos_token are the pieces at bosId and eosId (chatBosToken()).
+  std::string chatTemplate;
 };
 
 class Tokenizer {

@@ -225,6 +225,8 @@ std::string tokenizerSpecToJson(const TokenizerSpec &spec) {
   doc["eos_id"] = spec.eosId;
   doc["eot_id"] = spec.eotId;
   doc["add_bos"] = spec.addBos;
+  if (!spec.chatTemplate.empty())
+    doc["chat_template"] = encodeString(spec.chatTemplate);
   return doc.dump();
 }
 
@@ -255,7 +257,8 @@ TokenizerSpec tokenizerSpecFromJson(std::string_view json) {
                                         "bos_id",
                                         "eos_id",
                                         "eot_id",
-                                        "add_bos"};
+                                        "add_bos",
+                                        "chat_template"};
   for (const auto &item : doc.items()) {
     bool known = false;
     for (const char *field : kFields)
@@ -332,6 +335,8 @@ TokenizerSpec tokenizerSpecFromJson(std::string_view json) {
   id("eot_id", spec.eotId);
   if (doc.contains("add_bos"))
     spec.addBos = decodeBool(doc["add_bos"], "add_bos");
+  if (doc.contains("chat_template"))
+    spec.chatTemplate = decodeString(doc["chat_template"], "chat_template");
   return spec;
 }
 

@@ -10,7 +10,12 @@
 //    "tokens": [...], "scores": [...], "types": [1, 3, 6, ...],
 //    "merges": [...], "space_symbol": "▁", "add_space_prefix": true,
 //    "pre_tokenizer": "gpt-2", "pre_tokenizer_patterns": [...],
-//    "bos_id": 1, "eos_id": 2, "eot_id": -1, "add_bos": true}
+//    "bos_id": 1, "eos_id": 2, "eot_id": -1, "add_bos": true,
+//    "chat_template": "{% for message in messages %}..."}
+//
+// "chat_template" is written only when the model has one, so the document
+// of a model without one reads in a Kiln older than the field (which
+// refuses unknown fields, this one included, by name).
 //
 // Every field round-trips exactly: a string that is not valid UTF-8 (a raw
 // byte piece) is written as {"hex": "..."}; a score that is not finite as

@@ -52,7 +52,7 @@ compileCacheKey(const CompileOptions &o,
   add(std::to_string(o.context));
   add(o.fusion ? "fusion" : "no-fusion");
   for (const std::string &file :
-       {o.model, o.tokenizer, o.fusionRules, o.tuningFile}) {
+       {o.model, o.tokenizer, o.chatTemplate, o.fusionRules, o.tuningFile}) {
     if (file.empty()) {
       add("-");
       continue;

@@ -17,6 +17,7 @@
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #include "runtime/Artifact.h"
+#include "runtime/ChatTemplate.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -81,6 +82,10 @@ void compileUncached(const CompileOptions &o,
   progress("importing " + o.model);
   LoadedModel model = loadModel(o.model);
   runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
+  // Read (and parsed) now, so a broken template costs no compile.
+  std::string chatTemplate;
+  if (!o.chatTemplate.empty())
+    chatTemplate = runtime::readChatTemplateFile(o.chatTemplate);
   for (auto decl : model.module->getOps<WeightDeclOp>())
     if (isa<BlockQuantizedTypeInterface>(
             decl.getTensorType().getElementType())) {
@@ -140,6 +145,8 @@ void compileUncached(const CompileOptions &o,
   info.contextLength = o.context > 0 ? o.context : model.contextLength;
   info.stopsAtEos = model.stopsAtEos;
   info.tokenizer = tokenizer.spec();
+  if (!o.chatTemplate.empty())
+    info.tokenizer.chatTemplate = chatTemplate;
   std::vector<codegen::ArtifactLibrary> libraries;
   for (size_t i = 0; i < targets.size(); ++i)
     libraries.push_back({targets[i], &compiled[i]});

@@ -37,6 +37,9 @@ struct CompileOptions {
   /// How the KV cache stores keys and values: f32, f16 or bf16.
   std::string kvType = "f32";
   std::string tokenizer;
+  /// A Jinja chat template file stored in place of the model's (or of
+  /// Kiln's default when the model has none), or empty.
+  std::string chatTemplate;
   std::string fusionRules;
   std::string tuningFile;
   bool explainFusion = false;

@@ -77,6 +77,8 @@ void addVocabulary(GGUFWriter &gguf, const TokenizerSpec &vocab) {
   // The reader's default for 'llama' is true and for 'gpt2' false.
   if (vocab.addSpacePrefix != scoreMerge)
     gguf.addBool("tokenizer.ggml.add_space_prefix", vocab.addSpacePrefix);
+  if (!vocab.chatTemplate.empty())
+    gguf.addString("tokenizer.chat_template", vocab.chatTemplate);
 }
 
 } // namespace

@@ -170,6 +170,8 @@ ordered_json tokenizerConfigJson(const TokenizerSpec &vocab) {
   j["bos_token"] = piece(vocab.bosId);
   j["eos_token"] = piece(vocab.eosId);
   j["tokenizer_class"] = "LlamaTokenizerFast";
+  if (!vocab.chatTemplate.empty())
+    j["chat_template"] = vocab.chatTemplate;
   return j;
 }
 

@@ -63,7 +63,8 @@ struct GGUFModelOptions {
   std::string name;
   /// The tokenizer.ggml.* keys, when not null: a ScoreMerge vocabulary
   /// with "▁" for spaces (model "llama") or a byte-level BPE one without
-  /// custom expressions (model "gpt2").
+  /// custom expressions (model "gpt2"); and tokenizer.chat_template when
+  /// it has a chat template.
   const runtime::TokenizerSpec *vocabulary = nullptr;
 };
 
@@ -118,7 +119,8 @@ uint64_t writeHuggingFaceModel(const ModelConfig &config,
                                const HuggingFaceOptions &options = {});
 
 /// Writes `vocab` as a Hugging Face tokenizer.json in `dir`, with a
-/// tokenizer_config.json naming BOS and EOS: a BPE model with "▁" spaces
+/// tokenizer_config.json naming BOS and EOS (and holding the chat template,
+/// when the vocabulary has one): a BPE model with "▁" spaces
 /// and byte fallback, as the library converts SentencePiece vocabularies.
 /// Only ScoreMerge vocabularies; their merges are every split of each
 /// piece into two pieces, in order of the piece's score, so Kiln's loader

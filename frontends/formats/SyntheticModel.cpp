@@ -250,6 +250,10 @@ void checkConfig(const ModelConfig &config) {
 uint64_t writeSyntheticLlama2c(const SyntheticModelSpec &spec,
                                const std::string &path, int version) {
   checkConfig(spec.config);
+  if (!spec.chatTemplate.empty())
+    throw std::invalid_argument(path + ": a llama2.c checkpoint has no place "
+                                       "for a chat template (GGUF and "
+                                       "Hugging Face files do)");
   return writeLlama2c(spec.config, SyntheticTensorSource(spec), path, version);
 }
 
@@ -257,6 +261,7 @@ uint64_t writeSyntheticGGUF(const SyntheticModelSpec &spec,
                             const std::string &path, ElementType type) {
   checkConfig(spec.config);
   runtime::TokenizerSpec vocab = syntheticVocabulary(spec.config.vocabSize);
+  vocab.chatTemplate = spec.chatTemplate;
   GGUFModelOptions options;
   options.type = type;
   options.name =
@@ -271,6 +276,7 @@ uint64_t writeSyntheticHuggingFace(const SyntheticModelSpec &spec,
                                    int shards) {
   checkConfig(spec.config);
   runtime::TokenizerSpec vocab = syntheticVocabulary(spec.config.vocabSize);
+  vocab.chatTemplate = spec.chatTemplate;
   HuggingFaceOptions options;
   options.type = type;
   options.shards = shards;

@@ -39,6 +39,9 @@ namespace kiln::formats {
 struct SyntheticModelSpec {
   ModelConfig config;
   uint64_t seed = 0;
+  /// A chat template the GGUF and Hugging Face writers store with the
+  /// vocabulary (llama2.c files have no place for one); empty for none.
+  std::string chatTemplate = "";
 };
 
 /// The standard deviation of synthetic weight matrices.

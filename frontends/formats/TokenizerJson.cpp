@@ -293,6 +293,7 @@ private:
   void scoresFromMerges();
   void checkExpressions() const;
   void readSpecialTokens();
+  void readChatTemplate();
   int32_t specialFromConfig(const char *key, bool &named) const;
   int32_t firstAdded(std::initializer_list<const char *> pieces) const;
   bool templateStartsWithBos() const;
@@ -762,6 +763,38 @@ void JsonLoader::readSpecialTokens() {
   spec.addBos = addBos ? *addBos : templateStartsWithBos();
 }
 
+/// tokenizer_config.json's chat_template: a string, or (transformers'
+/// multi-template form) a list of {"name", "template"} objects, of which
+/// the one named "default" is what apply_chat_template uses without a
+/// name. A list without one leaves the model with no template here.
+void JsonLoader::readChatTemplate() {
+  if (!config)
+    return;
+  const json *value = config->find(config->root, "", "chat_template");
+  if (!value)
+    return;
+  if (value->is_string()) {
+    spec.chatTemplate = value->get<std::string>();
+    return;
+  }
+  if (!value->is_array())
+    config->fail("chat_template",
+                 "expected a string or a list of {\"name\", \"template\"} "
+                 "objects, found " +
+                     describe(*value));
+  const json &list = *value;
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string at = Document::element("chat_template", i);
+    config->object(list[i], at);
+    const std::string &name = config->string(
+        config->require(list[i], at, "name"), Document::member(at, "name"));
+    if (name == "default")
+      spec.chatTemplate =
+          config->string(config->require(list[i], at, "template"),
+                         Document::member(at, "template"));
+  }
+}
+
 TokenizerSpec JsonLoader::load() {
   doc.object(doc.root, "");
   model = doc.find(doc.root, "", "model");
@@ -848,6 +881,7 @@ TokenizerSpec JsonLoader::load() {
   if (kind == Kind::SentencePiece)
     scoresFromMerges();
   readSpecialTokens();
+  readChatTemplate();
   return std::move(spec);
 }
 

@@ -257,6 +257,9 @@ TokenizerSpec tokenizerFromGGUF(const GGUFFile &gguf) {
     spec.types[unknownId] = TokenType::Unknown;
   }
 
+  // The default template; llama.cpp's named alternatives
+  // (tokenizer.chat_template.NAME) are not chosen from.
+  spec.chatTemplate = gguf.getString("tokenizer.chat_template").value_or("");
   spec.addBos = gguf.getBool("tokenizer.ggml.add_bos_token").value_or(llama);
   spec.addSpacePrefix =
       gguf.getBool("tokenizer.ggml.add_space_prefix").value_or(llama);

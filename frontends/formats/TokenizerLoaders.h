@@ -28,17 +28,21 @@ loadLlama2cTokenizer(std::shared_ptr<const MappedFile> file,
                      int64_t vocabSize = -1);
 
 /// The vocabulary stored in a GGUF file (tokenizer.ggml.*): model `llama`
-/// (ScoreMerge with "▁") or `gpt2` (ByteLevelBPE with tokenizer.ggml.pre).
+/// (ScoreMerge with "▁") or `gpt2` (ByteLevelBPE with tokenizer.ggml.pre),
+/// and the chat template tokenizer.chat_template when there is one.
 /// Throws if the file has no vocabulary or an unsupported model.
 runtime::TokenizerSpec tokenizerFromGGUF(const GGUFFile &gguf);
 
 /// A Hugging Face tokenizer.json (TokenizerJson.cpp), with the
-/// tokenizer_config.json beside it when there is one (BOS/EOS and
-/// add_bos_token). BPE models only: byte-level ones (GPT-2, Llama 3, Qwen2:
-/// ByteLevelBPE with the file's Split expressions) and SentencePiece-style
-/// ones (Llama 2, Mistral: ScoreMerge with "▁", scores from the merge
-/// ranks). Anything else, and any malformed value, throws FormatError naming
-/// the file and the JSON path at fault (`model.vocab["foo"]`).
+/// tokenizer_config.json beside it when there is one (BOS/EOS as strings or
+/// AddedToken objects, add_bos_token, and chat_template: a string, or a
+/// list of {"name", "template"} objects of which the one named "default" is
+/// taken, none when no entry has that name, as transformers does). BPE models
+/// only: byte-level ones (GPT-2, Llama 3, Qwen2: ByteLevelBPE with the file's
+/// Split expressions) and SentencePiece-style ones (Llama 2, Mistral:
+/// ScoreMerge with "▁", scores from the merge ranks). Anything else, and any
+/// malformed value, throws FormatError naming the file and the JSON path at
+/// fault (`model.vocab["foo"]`).
 runtime::TokenizerSpec tokenizerFromJson(const std::string &path);
 /// The same from bytes already mapped (fuzzers, tests); `config` may be null.
 runtime::TokenizerSpec

@@ -844,6 +844,7 @@ void expectSameSpec(const TokenizerSpec &a, const TokenizerSpec &b) {
   EXPECT_EQ(a.eosId, b.eosId);
   EXPECT_EQ(a.eotId, b.eotId);
   EXPECT_EQ(a.addBos, b.addBos);
+  EXPECT_EQ(a.chatTemplate, b.chatTemplate);
 }
 
 TEST(TokenizerSpecJson, RoundTripsEveryField) {
@@ -874,6 +875,8 @@ TEST(TokenizerSpecJson, RoundTripsEveryField) {
   spec.eosId = 1;
   spec.eotId = 7;
   spec.addBos = false;
+  spec.chatTemplate = "{% for m in messages %}<|{{ m.role }}|>\n"
+                      "{{ m.content }}{% endfor %}\xff";
   std::string json = tokenizerSpecToJson(spec);
   expectSameSpec(tokenizerSpecFromJson(json), spec);
   // The JSON itself is stable: writing what was read gives the same text.
@@ -882,6 +885,10 @@ TEST(TokenizerSpecJson, RoundTripsEveryField) {
   TokenizerSpec defaults;
   expectSameSpec(tokenizerSpecFromJson(tokenizerSpecToJson(defaults)),
                  defaults);
+  // A model without a template writes no "chat_template", so its document
+  // is one an older Kiln reads.
+  EXPECT_EQ(tokenizerSpecToJson(defaults).find("chat_template"),
+            std::string::npos);
 }
 
 TEST(TokenizerSpecJson, MinimalDocumentTakesDefaults) {
@@ -944,6 +951,7 @@ TEST(TokenizerSpecJson, MalformedDocumentsNameTheField) {
       {doc(R"("tokens": [], "pre_tokenizer_patterns": "x")"),
        "pre_tokenizer_patterns"},
       {doc(R"("tokens": [], "bos": 1)"), "bos"},
+      {doc(R"("tokens": [], "chat_template": ["x"])"), "chat_template"},
   };
   for (const Case &c : cases) {
     std::string error = errorOf(c.json);

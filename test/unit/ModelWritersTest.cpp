@@ -284,9 +284,29 @@ TEST(ModelWriters, GGUFReadsBack) {
     EXPECT_EQ(got.types, vocab.types);
     EXPECT_EQ(got.bosId, 1);
     EXPECT_EQ(got.eosId, 2);
+    EXPECT_FALSE(gguf.find("tokenizer.chat_template")) << "none was given";
+    EXPECT_EQ(got.chatTemplate, "");
 
     expectValues(*WeightFile::open(WeightFileFormat::GGUF, path), c, values);
   }
+}
+
+/// A vocabulary's chat template is tokenizer.chat_template, read back into
+/// the vocabulary.
+TEST(ModelWriters, GGUFChatTemplateReadsBack) {
+  TempDir dir;
+  ModelConfig c = smallConfig();
+  runtime::TokenizerSpec vocab = syntheticVocabulary(300);
+  vocab.chatTemplate = "{% for m in messages %}{{ bos_token }}[{{ m.role }}] "
+                       "{{ m.content }}\n{% endfor %}";
+  GGUFModelOptions options;
+  options.vocabulary = &vocab;
+  std::string path = dir / "chat.gguf";
+  InMemoryTensorSource::Values values = valuesFor(c, 3);
+  writeGGUFModel(c, InMemoryTensorSource(c, values), path, options);
+  GGUFFile gguf = GGUFFile::open(path);
+  EXPECT_EQ(gguf.getString("tokenizer.chat_template"), vocab.chatTemplate);
+  EXPECT_EQ(tokenizerFromGGUF(gguf).chatTemplate, vocab.chatTemplate);
 }
 
 /// Qwen2 keeps Hugging Face's rotate-half rows; a Llama given in that
@@ -500,10 +520,17 @@ TEST(ModelWriters, TokenizerJsonTokenizesAsTheVocabulary) {
   EXPECT_EQ(got.eosId, 2);
   EXPECT_TRUE(got.addBos);
   EXPECT_TRUE(got.addSpacePrefix);
+  EXPECT_EQ(got.chatTemplate, "");
   runtime::Tokenizer a(vocab), b(std::move(got));
   for (const char *text : {"hello world, Kiln!", "  the cat sat on the mat",
                            "Once upon a time", "zzz\xC3\xA9 <0x41>"})
     EXPECT_EQ(b.encode(text, true), a.encode(text, true)) << text;
+
+  // The chat template goes into tokenizer_config.json.
+  vocab.chatTemplate = "{{ messages[0]['content'] }}";
+  writeHFTokenizer(vocab, dir.path.string());
+  EXPECT_EQ(tokenizerFromJson(dir / "tokenizer.json").chatTemplate,
+            vocab.chatTemplate);
 
   runtime::TokenizerSpec bpe;
   bpe.model = runtime::TokenizerSpec::Model::ByteLevelBPE;

@@ -746,6 +746,15 @@ TEST(TokenizerJson, ConfigErrorsNameTheConfig) {
        "bos_token.content: is missing"},
       {"add_bos_token not a boolean", R"({"add_bos_token": "yes"})",
        "add_bos_token: expected true or false"},
+      {"chat_template of a wrong type", R"({"chat_template": 3})",
+       "chat_template: expected a string or a list of {\"name\", "
+       "\"template\"} objects, found number 3"},
+      {"named template without its text",
+       R"({"chat_template": [{"name": "default"}]})",
+       "chat_template[0].template: is missing"},
+      {"named template without a name",
+       R"({"chat_template": [{"template": "x"}]})",
+       "chat_template[0].name: is missing"},
   };
   for (const Case &c : cases) {
     TempDir dir;
@@ -757,6 +766,33 @@ TEST(TokenizerJson, ConfigErrorsNameTheConfig) {
     EXPECT_NE(message.find(config), std::string::npos)
         << c.what << ": " << message;
   }
+}
+
+TEST(TokenizerJson, ChatTemplateFromTheConfig) {
+  TempDir dir;
+  std::string path = dir.write("tokenizer.json", byteLevelFile(kSmallModel));
+  EXPECT_EQ(tokenizerFromJson(path).chatTemplate, "");
+
+  // A string is the template.
+  dir.write("tokenizer_config.json",
+            R"({"chat_template": "{{ messages[0].content }}\n"})");
+  EXPECT_EQ(tokenizerFromJson(path).chatTemplate,
+            "{{ messages[0].content }}\n");
+
+  // A list of named templates: the one named "default", wherever it is.
+  dir.write("tokenizer_config.json", R"({"chat_template": [
+      {"name": "tool_use", "template": "tools"},
+      {"name": "default", "template": "plain"}]})");
+  EXPECT_EQ(tokenizerFromJson(path).chatTemplate, "plain");
+
+  // Without one, none is chosen (transformers asks for a name then).
+  dir.write("tokenizer_config.json", R"({"chat_template": [
+      {"name": "tool_use", "template": "tools"}]})");
+  EXPECT_EQ(tokenizerFromJson(path).chatTemplate, "");
+
+  // null is no template.
+  dir.write("tokenizer_config.json", R"({"chat_template": null})");
+  EXPECT_EQ(tokenizerFromJson(path).chatTemplate, "");
 }
 
 TEST(TokenizerJson, HugeFileIsRefusedUnread) {

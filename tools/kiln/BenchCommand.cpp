@@ -33,8 +33,12 @@ int availableCores() {
 /// tokens, so P + G must fit in the artifact's context.
 void checkBatchOptions(const BenchOptions &o,
                        const runtime::ArtifactManifest &manifest) {
-  if (o.batch.empty())
+  if (o.batch.empty()) {
+    if (!o.kvMemory.empty())
+      throw std::runtime_error("--kv-memory sizes the KV cache of batched "
+                               "decode: give --batch too");
     return;
+  }
   for (int b : o.batch)
     if (b <= 0)
       throw std::runtime_error("--batch: " + std::to_string(b) +

@@ -19,11 +19,10 @@ namespace kiln {
 
 namespace {
 
-std::string readText(const std::string &path, const char *what) {
+std::string readConversation(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw std::runtime_error("cannot read the " + std::string(what) + " " +
-                             path);
+    throw std::runtime_error("cannot read the conversation " + path);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -33,11 +32,12 @@ std::string readText(const std::string &path, const char *what) {
 
 int runChatTemplate(const ChatTemplateCommandOptions &options) {
   runtime::jinja::Template chatTemplate(
-      readText(options.templatePath, "chat template"), options.templatePath);
+      runtime::readChatTemplateFile(options.templatePath),
+      options.templatePath);
   nlohmann::ordered_json conversation;
   try {
     conversation = nlohmann::ordered_json::parse(
-        readText(options.conversationPath, "conversation"));
+        readConversation(options.conversationPath));
   } catch (const nlohmann::json::parse_error &e) {
     throw std::runtime_error(options.conversationPath +
                              ": not JSON: " + e.what());

@@ -4,7 +4,8 @@
 //   kiln run MODEL       generate text (compiled; .mlir or --interpret: the
 //                        reference interpreter)
 //   kiln import MODEL    write the model's kiln module as MLIR text
-//   kiln inspect MODEL   print configuration, tensors and tokenizer summary
+//   kiln inspect MODEL   print configuration, tensors, tokenizer and chat
+//                        template (of a model file or an artifact)
 //   kiln tokenize TEXT   print token ids
 //   kiln chat-template T C  render chat template T over conversation C
 //   kiln targets         print the native and the named compilation targets
@@ -15,8 +16,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "tools/kiln/BenchCommand.h"
+#include "tools/kiln/ChatRun.h"
 #include "tools/kiln/ChatTemplateCommand.h"
 #include "tools/kiln/DemoCommand.h"
+#include "tools/kiln/InspectCommand.h"
 #include "tools/kiln/TerminalProgress.h"
 
 #include "codegen/driver/Compiler.h"
@@ -24,8 +27,10 @@
 #include "frontends/formats/SyntheticModel.h"
 #include "ir/KilnOps.h"
 #include "ir/interpreter/Interpreter.h"
+#include "runtime/ChatTemplate.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/Generator.h"
+#include "runtime/MemoryAmount.h"
 
 #include "passes/target/TargetDescription.h"
 
@@ -63,22 +68,35 @@ struct RunOptions {
   bool interpret = false;
   std::string target = "native", dtype = "f32", kvType = "f32";
   int threads = 0;
-  int64_t kvMemory = 0; ///< bytes of KV cache blocks; 0: the whole context
+  /// KV cache blocks: bytes ("512MiB") or a share of available memory
+  /// ("40%"); empty: enough for the whole context.
+  std::string kvMemory;
   bool noParseSpecial = false; ///< control-token text stays text
+  bool chat = false;           ///< --chat: through the chat template
+  std::string chatTemplate;    ///< --chat-template FILE
+  bool printPrompt = false;    ///< --print-prompt
 };
 
-/// Whether `path` starts with an artifact's magic.
-bool isArtifact(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[8] = {};
-  in.read(magic, sizeof magic);
-  return in && std::memcmp(magic, "KILNART", 8) == 0;
+/// Checks a --kv-memory value when the command line is parsed.
+CLI::Validator memoryAmount() {
+  return CLI::Validator(
+      [](std::string &text) -> std::string {
+        try {
+          runtime::MemoryAmount::parse(text);
+          return "";
+        } catch (const std::invalid_argument &e) {
+          return e.what();
+        }
+      },
+      "SIZE|PERCENT%");
 }
 
-/// Generates with `step` and prints the text, then timing on stderr.
+/// Generates with `step` and prints the text, then timing on stderr; with
+/// --chat, through the chat template (`forget` clears the KV cache before
+/// each reply).
 int generateAndPrint(const RunOptions &o, const runtime::Tokenizer &tokenizer,
                      const runtime::StepFunction &step, int64_t contextLength,
-                     bool stopsAtEos) {
+                     bool stopsAtEos, const std::function<void()> &forget) {
   runtime::GenerationOptions options;
   options.steps = o.steps;
   options.contextLength = o.context > 0 ? o.context : int32_t(contextLength);
@@ -95,6 +113,16 @@ int generateAndPrint(const RunOptions &o, const runtime::Tokenizer &tokenizer,
       o.seed ? o.seed
              : static_cast<uint64_t>(
                    std::chrono::system_clock::now().time_since_epoch().count());
+  if (o.chat) {
+    ChatRunOptions chat;
+    chat.prompt = o.prompt;
+    chat.templatePath = o.chatTemplate;
+    chat.printPrompt = o.printPrompt;
+    chat.reply.maxTokens = o.steps;
+    chat.reply.contextLength = options.contextLength;
+    chat.reply.sampler = options.sampler;
+    return runChat(chat, tokenizer, step, forget);
+  }
 
   runtime::GenerationResult result = runtime::generate(
       tokenizer, step, o.prompt, options, [](const std::string &piece) {
@@ -109,14 +137,7 @@ int generateAndPrint(const RunOptions &o, const runtime::Tokenizer &tokenizer,
                  "kiln: stopped at the model's context length of %d "
                  "positions; --context N raises it\n",
                  options.contextLength);
-  std::fprintf(stderr,
-               "kiln: prefill %d tokens in %.3f s, decode %d tokens in %.3f s "
-               "(%.1f tokens/s)\n",
-               result.promptTokens, result.prefillSeconds, result.decodedTokens,
-               result.decodeSeconds,
-               result.decodeSeconds > 0
-                   ? result.decodedTokens / result.decodeSeconds
-                   : 0.0);
+  printGenerationTimes(result);
   return 0;
 }
 
@@ -125,7 +146,8 @@ int runArtifact(const RunOptions &o, const std::string &path) {
   runtime::CompiledModelOptions options;
   options.threads = o.threads;
   options.contextLength = o.context;
-  options.kvMemoryBytes = o.kvMemory;
+  if (!o.kvMemory.empty())
+    options.kvMemoryBytes = runtime::MemoryAmount::parse(o.kvMemory).resolve();
   std::unique_ptr<runtime::CompiledModel> model =
       runtime::CompiledModel::load(path, options);
   if (model->manifest().libraries.size() > 1)
@@ -140,7 +162,7 @@ int runArtifact(const RunOptions &o, const std::string &path) {
   };
   int status =
       generateAndPrint(o, tokenizer, step, model->manifest().contextLength,
-                       model->manifest().stopsAtEos);
+                       model->manifest().stopsAtEos, [&] { model->reset(); });
   const runtime::PagedKVCache &kv = model->kvCache();
   std::fprintf(stderr,
                "kiln: KV cache: %d of %d blocks of %d positions used, %lld "
@@ -169,11 +191,11 @@ int runInterpreted(const RunOptions &o) {
     return std::move(logits.data);
   };
   return generateAndPrint(o, tokenizer, step, model.contextLength,
-                          model.stopsAtEos);
+                          model.stopsAtEos, [&] { cache.release(0); });
 }
 
 int run(const RunOptions &o) {
-  if (isArtifact(o.model))
+  if (runtime::hasArtifactMagic(o.model))
     return runArtifact(o, o.model);
   bool interpreted = o.interpret || o.fusion || !o.fusionRules.empty() ||
                      llvm::StringRef(o.model).ends_with(".mlir");
@@ -258,66 +280,6 @@ int import(const std::string &modelPath, const std::string &output) {
 }
 
 //===----------------------------------------------------------------------===//
-// kiln inspect
-//===----------------------------------------------------------------------===//
-
-int inspect(const std::string &modelPath) {
-  ImportedModel model = readModel(modelPath);
-  const formats::ModelConfig &c = model.config;
-  std::printf("model: %s\n", modelPath.c_str());
-  std::printf("  architecture     %s\n", c.architecture.c_str());
-  std::printf("  dim              %lld\n", (long long)c.dim);
-  std::printf("  hidden_dim       %lld\n", (long long)c.hiddenDim);
-  std::printf("  layers           %lld\n", (long long)c.numLayers);
-  std::printf("  heads            %lld (kv heads %lld, head size %lld)\n",
-              (long long)c.numHeads, (long long)c.numKvHeads,
-              (long long)c.headDim);
-  std::printf("  vocab            %lld\n", (long long)c.vocabSize);
-  std::printf("  context length   %lld\n", (long long)c.contextLength);
-  std::printf("  rope             %s pairs, theta %g\n",
-              c.ropePairs == formats::RopePairs::Adjacent ? "adjacent"
-                                                          : "halves",
-              c.ropeTheta);
-  std::printf("  norm epsilon     %g\n", c.normEpsilon);
-  std::printf("  classifier       %s\n",
-              c.tiedClassifier ? "tied to token_embd.weight" : "output.weight");
-  if (c.qkvBias)
-    std::printf("  qkv bias         yes\n");
-  if (c.slidingWindow)
-    std::printf("  sliding window   %lld\n", (long long)c.slidingWindow);
-
-  std::printf("metadata:\n");
-  for (const auto &[key, value] : model.metadata)
-    std::printf("  %-40s %s\n", key.c_str(), value.c_str());
-
-  uint64_t total = 0;
-  std::printf("tensors: %zu\n", model.tensors.size());
-  for (const formats::TensorInfo &t : model.tensors) {
-    std::string shape;
-    for (int64_t d : t.shape)
-      shape += (shape.empty() ? "" : "x") + std::to_string(d);
-    std::printf("  %-32s %-5s %-14s %12llu bytes\n", t.name.c_str(),
-                formats::elementTypeName(t.type), shape.c_str(),
-                (unsigned long long)t.bytes);
-    total += t.bytes;
-  }
-  std::printf("  total %llu bytes\n", (unsigned long long)total);
-
-  if (model.tokenizer) {
-    const runtime::TokenizerSpec &s = *model.tokenizer;
-    std::printf(
-        "tokenizer: %s, %zu tokens, bos %d, eos %d, eot %d\n",
-        s.model == runtime::TokenizerSpec::Model::ScoreMerge
-            ? "sentencepiece (score merge)"
-            : ("byte-level BPE, pre-tokenizer " + s.preTokenizer).c_str(),
-        s.tokens.size(), s.bosId, s.eosId, s.eotId);
-  } else {
-    std::printf("tokenizer: none in the file\n");
-  }
-  return 0;
-}
-
-//===----------------------------------------------------------------------===//
 // kiln tokenize
 //===----------------------------------------------------------------------===//
 
@@ -364,7 +326,7 @@ int targets(const std::string &spec) {
 //===----------------------------------------------------------------------===//
 
 struct MakeModelOptions {
-  std::string config, format = "gguf", dtype = "f32", output;
+  std::string config, format = "gguf", dtype = "f32", output, chatTemplate;
   uint64_t seed = 0;
   int llama2cVersion = 0;
   int shards = 1;
@@ -412,6 +374,8 @@ uint64_t writeOrRemove(const std::string &path, Write write) {
 int makeModel(const MakeModelOptions &o) {
   namespace fs = std::filesystem;
   formats::SyntheticModelSpec spec{formats::syntheticConfig(o.config), o.seed};
+  if (!o.chatTemplate.empty())
+    spec.chatTemplate = runtime::readChatTemplateFile(o.chatTemplate);
   bool llama2c = o.format == "llama2c", hf = o.format == "hf";
   if (llama2c && o.dtype != "f32")
     throw std::runtime_error("llama2.c checkpoints are float32; use --format "
@@ -501,9 +465,25 @@ int main(int argc, char **argv) {
                    "Tokenize control-token text in the prompt (<s>, "
                    "<|eot_id|>, ...) as the characters it is, not as the "
                    "control token");
+  CLI::Option *chatFlag =
+      runCmd->add_flag("--chat", runOptions.chat,
+                       "Chat through the model's chat template: -p is the "
+                       "user's turn (without -p, a turn per line of stdin); "
+                       "the reply ends at an end-of-turn token");
+  runCmd
+      ->add_option("--chat-template", runOptions.chatTemplate,
+                   "With --chat: this Jinja chat template instead of the "
+                   "model's (or Kiln's default, Llama 2's [INST] format, "
+                   "for a model without one)")
+      ->needs(chatFlag);
+  runCmd
+      ->add_flag("--print-prompt", runOptions.printPrompt,
+                 "With --chat: print each rendered prompt on stderr")
+      ->needs(chatFlag);
   runCmd
       ->add_option("-n,--steps", runOptions.steps,
-                   "Positions to run, prompt included (default 256)")
+                   "Positions to run, prompt included (default 256); with "
+                   "--chat, the most tokens of each reply")
       ->check(CLI::PositiveNumber);
   runCmd
       ->add_option("--temperature", runOptions.temperature,
@@ -550,9 +530,10 @@ int main(int argc, char **argv) {
       ->check(CLI::NonNegativeNumber);
   runCmd
       ->add_option("--kv-memory", runOptions.kvMemory,
-                   "Bytes of KV cache blocks for a compiled model, e.g. "
-                   "512MiB (default: enough for the whole context)")
-      ->transform(CLI::AsSizeValue(false));
+                   "KV cache blocks for a compiled model: bytes (512MiB, "
+                   "2GiB) or a share of available memory (40%) (default: "
+                   "enough for the whole context)")
+      ->check(memoryAmount());
 
   DemoOptions demoOptions;
   CLI::App *demoCmd = app.add_subcommand(
@@ -600,6 +581,9 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   compileCmd->add_option("--tokenizer", compileOptions.tokenizer,
                          "Tokenizer to store (default: the model's)");
+  compileCmd->add_option("--chat-template", compileOptions.chatTemplate,
+                         "Jinja chat template to store instead of the "
+                         "model's (kiln run --chat uses it)");
   compileCmd->add_option("--fusion-rules", compileOptions.fusionRules,
                          "User fusion rules (.pdll or PDL .mlir)");
   compileCmd->add_flag("--explain-fusion", compileOptions.explainFusion,
@@ -633,8 +617,11 @@ int main(int argc, char **argv) {
 
   std::string inspectModelPath;
   CLI::App *inspectCmd = app.add_subcommand(
-      "inspect", "Print a model's configuration, tensors and tokenizer");
-  inspectCmd->add_option("model", inspectModelPath, "Model file or directory")
+      "inspect", "Print a model's or an artifact's configuration, tensors "
+                 "(sections), tokenizer and chat template");
+  inspectCmd
+      ->add_option("model", inspectModelPath,
+                   "Model file or directory, or an artifact")
       ->required();
 
   std::string tokenizerPath, text;
@@ -715,6 +702,9 @@ int main(int argc, char **argv) {
                    "hf: split the weights into N safetensors files with an "
                    "index (default 1)")
       ->check(CLI::Range(1, 99999));
+  makeModelCmd->add_option("--chat-template", makeModelOptions.chatTemplate,
+                           "Jinja chat template to store with the "
+                           "vocabulary (GGUF and hf)");
   makeModelCmd
       ->add_option("-o,--output", makeModelOptions.output,
                    "Model file (a directory for --format hf)")
@@ -766,6 +756,12 @@ int main(int argc, char **argv) {
                    "token of each a step, instead of the usual figures "
                    "(bench/README.md, \"Batched decode\")")
       ->delimiter(',');
+  benchCmd
+      ->add_option("--kv-memory", benchOptions.kvMemory,
+                   "With --batch: the KV cache's block pool, bytes (2GiB) or "
+                   "a share of available memory (40%) (default: enough for "
+                   "every sequence)")
+      ->check(memoryAmount());
 
   CLI11_PARSE(app, argc, argv);
 
@@ -779,7 +775,7 @@ int main(int argc, char **argv) {
     if (*importCmd)
       return import(importModelPath, importOutput);
     if (*inspectCmd)
-      return inspect(inspectModelPath);
+      return runInspect(inspectModelPath);
     if (*tokenizeCmd)
       return tokenize(tokenizerPath, text, noBos, noParseSpecial);
     if (*chatTemplateCmd)

@@ -265,7 +265,11 @@ template <class C> struct Attention {
                  int64_t t0 = job / H * qBlock, h = job % H;
                  int64_t t1 = t0 + qBlock < a->tokens ? t0 + qBlock : a->tokens;
                  if (contiguous(a, t0, t1)) {
-                   attend(a, layer, q, y, h, t0, t1);
+                   // At most Q_BLOCK rows at a time (a tuned decode q may
+                   // be larger); splitting rows never changes a row's sums.
+                   for (int64_t r0 = t0; r0 < t1; r0 += Q_BLOCK)
+                     attend(a, layer, q, y, h, r0,
+                            r0 + Q_BLOCK < t1 ? r0 + Q_BLOCK : t1);
                    continue;
                  }
                  for (int64_t t = t0; t < t1; ++t)

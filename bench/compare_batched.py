@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Kiln's batched decode against llama.cpp's llama-batched-bench, side by side.
+
+    bench/compare_batched.py --llama-batched-bench PATH MODEL.gguf
+        [--kiln build/bin/kiln] [--batch 1,4,16,64] [--threads 2]
+        [--prompt-tokens 128] [--gen-tokens 128] [--rounds 3]
+        [--compile-args "..."] [--llama-args "-fa"] [--json FILE]
+
+Both tools read the same GGUF. Kiln compiles it once (`kiln compile
+--no-cache`), then each round runs `kiln bench ARTIFACT --batch ...` and
+`llama-batched-bench -m MODEL -npp P -ntg G -npl ... -t T`, the order
+alternating every round so that drift on a shared machine falls on both
+(bench/README.md's protocol). The figure compared is aggregate decode
+tokens/s: Kiln's "decode tokens/s" (B x G tokens over the G decode steps) and
+llama-batched-bench's S_TG (the same count over its text-generation time).
+Each cell is the median of the rounds with the slowest and fastest beside
+it. llama.cpp is built outside Kiln; this script only takes its path.
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("model", help="GGUF file both tools read")
+    p.add_argument("--llama-batched-bench", required=True,
+                   help="path of llama.cpp's llama-batched-bench")
+    p.add_argument("--kiln", default=os.environ.get("KILN", str(ROOT / "build/bin/kiln")))
+    p.add_argument("--batch", default="1,4,16,64")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--prompt-tokens", type=int, default=128)
+    p.add_argument("--gen-tokens", type=int, default=128)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--compile-args", default="", help="extra `kiln compile` flags")
+    p.add_argument("--llama-args", default="", help="extra llama-batched-bench flags (e.g. -fa)")
+    p.add_argument("--work", default=os.environ.get("KILN_BENCH_DIR", "/tmp/kiln-bench"))
+    p.add_argument("--json", help="write every run's figures here")
+    return p.parse_args()
+
+
+def say(message):
+    print(f"compare_batched: {message}", file=sys.stderr, flush=True)
+
+
+def run(cmd):
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"compare_batched: {' '.join(cmd)} failed ({done.returncode}):\n"
+                 f"{done.stderr[-4000:]}")
+    return done.stdout, done.stderr
+
+
+def run_kiln(a, artifact, batches):
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        run([a.kiln, "bench", artifact, "--batch", ",".join(map(str, batches)),
+             "--threads", str(a.threads), "--prompt-tokens", str(a.prompt_tokens),
+             "--gen-tokens", str(a.gen_tokens), "--repeat", "1", "--json", out.name])
+        report = json.load(open(out.name))
+    return {r["batch"]: r["decode"]["tokens_per_second"]
+            for r in report["batch"]["results"]}
+
+
+ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|"
+                 r"\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|")
+
+
+def run_llama(a, batches):
+    context = max(batches) * (a.prompt_tokens + a.gen_tokens)
+    out, err = run([a.llama_batched_bench, "-m", a.model, "-npp", str(a.prompt_tokens),
+                    "-ntg", str(a.gen_tokens), "-npl", ",".join(map(str, batches)),
+                    "-t", str(a.threads), "-c", str(context), "-b", "2048", "-ub", "512"]
+                   + a.llama_args.split())
+    figures = {}
+    for line in (out + err).splitlines():
+        m = ROW.match(line)
+        if m:
+            figures[int(m.group(3))] = float(m.group(8))  # S_TG t/s
+    missing = [b for b in batches if b not in figures]
+    if missing:
+        sys.exit(f"compare_batched: llama-batched-bench printed no row for B = {missing}")
+    return figures
+
+
+def cell(samples):
+    return (f"{statistics.median(samples):.1f} "
+            f"[{min(samples):.1f}-{max(samples):.1f}]")
+
+
+def main():
+    a = parse_args()
+    batches = [int(b) for b in a.batch.split(",")]
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    artifact = str(work / (Path(a.model).stem + "-batched.kiln"))
+    say(f"compiling {a.model}")
+    run([a.kiln, "compile", a.model, "-o", artifact, "--no-cache", "-q"]
+        + a.compile_args.split())
+    kiln = {b: [] for b in batches}
+    llama = {b: [] for b in batches}
+    for r in range(a.rounds):
+        order = ["kiln", "llama"] if r % 2 == 0 else ["llama", "kiln"]
+        for tool in order:
+            say(f"round {r + 1} of {a.rounds}: {tool}")
+            figures = run_kiln(a, artifact, batches) if tool == "kiln" else run_llama(a, batches)
+            for b in batches:
+                (kiln if tool == "kiln" else llama)[b].append(figures[b])
+
+    print(f"# bench/compare_batched.py {' '.join(sys.argv[1:])}")
+    print(f"model {a.model}; {a.prompt_tokens}-token prompts, then {a.gen_tokens} decode "
+          f"steps per sequence; {a.threads} threads; {a.rounds} interleaved rounds, "
+          "median [slowest-fastest]; aggregate decode tokens/s (llama.cpp: S_TG)\n")
+    print("| batch | Kiln | llama.cpp | Kiln / llama.cpp | Kiln over its batch 1 |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    base = statistics.median(kiln[batches[0]]) if batches[0] == 1 else None
+    for b in batches:
+        k, l = statistics.median(kiln[b]), statistics.median(llama[b])
+        over = f"{k / base:.2f}x" if base else ""
+        print(f"| {b} | {cell(kiln[b])} | {cell(llama[b])} | {k / l:.2f} | {over} |")
+    if a.json:
+        json.dump({"args": vars(a), "kiln": kiln, "llama": llama}, open(a.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
