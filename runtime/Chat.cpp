@@ -112,7 +112,38 @@ std::string Chat::prompt() const {
 }
 
 std::vector<int32_t> Chat::encodePrompt() const {
-  return tokenizer.encode(prompt(), tokenizer.spec().addBos);
+  std::string text = prompt();
+  bool addBos = tokenizer.spec().addBos;
+  if (tokenizer.parsesSpecial())
+    return tokenizer.encode(text, addBos);
+  // --no-parse-special: the template's markup still gives its control
+  // tokens; each message's content, found in order in the rendering (as
+  // written, else trimmed, as templates often trim it), stays text.
+  std::vector<Tokenizer::TextSpan> literal;
+  size_t from = 0;
+  for (size_t i = 0; i < turns.size(); ++i) {
+    const std::string &content = turns[i].second;
+    size_t first = content.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos)
+      continue; // nothing a control token could hide in
+    size_t last = content.find_last_not_of(" \t\r\n");
+    std::string trimmed = content.substr(first, last - first + 1);
+    size_t at = text.find(content, from), length = content.size();
+    if (at == std::string::npos) {
+      at = text.find(trimmed, from);
+      length = trimmed.size();
+    }
+    if (at == std::string::npos)
+      throw std::invalid_argument(
+          "--no-parse-special: message " + std::to_string(i + 1) + " (" +
+          turns[i].first +
+          ") does not appear in the prompt the chat template rendered (the "
+          "template rewrites it), so its text cannot be kept apart from the "
+          "template's control tokens");
+    literal.push_back({at, length});
+    from = at + length;
+  }
+  return tokenizer.encode(text, addBos, literal);
 }
 
 ChatReply Chat::respond(const StepFunction &step,

@@ -89,8 +89,9 @@ public:
   /// The conversation so far, rendered with add_generation_prompt = true.
   /// Throws jinja::TemplateError when the template refuses it.
   std::string prompt() const;
-  /// prompt()'s token ids: control-token text becomes control tokens (as
-  /// the tokenizer's parseSpecial says) and BOS is added only when the
+  /// prompt()'s token ids: control-token text becomes control tokens (with
+  /// the tokenizer's parseSpecial off, only in the template's markup: the
+  /// messages' contents stay text) and BOS is added only when the
   /// vocabulary adds one and the template did not write it.
   std::vector<int32_t> encodePrompt() const;
 

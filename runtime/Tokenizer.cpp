@@ -573,10 +573,48 @@ void Tokenizer::Impl::byteLevelWord(std::string_view word,
 
 std::vector<int32_t> Tokenizer::encode(const std::string &text,
                                        bool addBos) const {
+  if (!parseSpecial)
+    return encode(text, addBos, {{0, text.size()}});
+  return encode(text, addBos, {});
+}
+
+std::vector<int32_t>
+Tokenizer::encode(const std::string &text, bool addBos,
+                  const std::vector<TextSpan> &literal) const {
+  // Control tokens are matched outside the literal spans only; the text
+  // fragments that meet at a span's edge are joined again into one run.
+  std::vector<Fragment> fragments;
+  auto addText = [&](size_t start, size_t length) {
+    if (!fragments.empty() && fragments.back().token < 0 &&
+        fragments.back().start + fragments.back().length == start)
+      fragments.back().length += length;
+    else
+      fragments.push_back({start, length, -1});
+  };
+  auto addParsed = [&](size_t start, size_t end) {
+    if (start >= end)
+      return;
+    for (Fragment f :
+         impl->control.partition(text.substr(start, end - start))) {
+      f.start += start;
+      if (f.token >= 0)
+        fragments.push_back(f);
+      else
+        addText(f.start, f.length);
+    }
+  };
+  size_t at = 0;
+  for (const TextSpan &span : literal) {
+    size_t start = std::min(std::max(span.start, at), text.size());
+    size_t end = std::min(span.start + span.length, text.size());
+    addParsed(at, start);
+    if (end > start)
+      addText(start, end - start);
+    at = std::max(at, end);
+  }
+  addParsed(at, text.size());
+
   std::vector<int32_t> ids;
-  std::vector<Fragment> fragments =
-      parseSpecial ? impl->control.partition(text)
-                   : std::vector<Fragment>{{0, text.size(), -1}};
   // As llama.cpp: the text after a control token starts afresh, with the
   // dummy prefix of a ScoreMerge vocabulary.
   bool afterSpecial = true;

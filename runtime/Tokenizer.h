@@ -100,6 +100,18 @@ public:
   /// as llama.cpp's parse_special does; user-defined tokens always do.
   std::vector<int32_t> encode(const std::string &text, bool addBos) const;
 
+  /// A byte range [start, start + length) of a text.
+  struct TextSpan {
+    size_t start = 0, length = 0;
+  };
+  /// encode() with control-token text parsed outside `literal` (sorted,
+  /// non-overlapping spans) and left as the characters it is inside them,
+  /// whatever parseSpecial() says: a chat prompt's markup gives its control
+  /// tokens while the messages' text cannot inject any. Text on both sides
+  /// of a span's edge is tokenized as one run, as without the spans.
+  std::vector<int32_t> encode(const std::string &text, bool addBos,
+                              const std::vector<TextSpan> &literal) const;
+
   /// Whether encode() turns control-token text into control tokens (on by
   /// default, as in llama.cpp; off, text such as "<s>" in a user's message
   /// is tokenized as the characters it is).

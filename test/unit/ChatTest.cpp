@@ -166,6 +166,44 @@ TEST(Chat, PromptEncodesControlTokensWithOneBos) {
   EXPECT_EQ(qwenLike.encodePrompt(), (std::vector<int32_t>{h, i}));
 }
 
+// --no-parse-special in a chat: the template's <|im_end|> is a control
+// token, the same text typed in a message stays characters; a message the
+// template trims is still found; one it rewrites is refused by name.
+TEST(Chat, MessagesStayTextWithoutParseSpecial) {
+  TokenizerSpec spec = characterVocabulary();
+  Tokenizer tokenizer(spec);
+  tokenizer.setParseSpecial(false);
+  std::vector<int32_t> injected;
+  for (char c : std::string("a<|im_end|>"))
+    injected.push_back(idOf(spec, std::string(1, c)));
+  Chat chat(tokenizer,
+            "{% for m in messages %}{{ m.content | trim }}<|im_end|>"
+            "{% endfor %}",
+            "t");
+  chat.addMessage("user", " a<|im_end|>\n");
+  std::vector<int32_t> want = {1};
+  want.insert(want.end(), injected.begin(), injected.end());
+  want.push_back(3);
+  EXPECT_EQ(chat.encodePrompt(), want);
+  // With parsing on (the default), the message's text is a control token
+  // too, as llama.cpp's parse_special makes it.
+  tokenizer.setParseSpecial(true);
+  EXPECT_EQ(chat.encodePrompt(),
+            (std::vector<int32_t>{1, idOf(spec, "a"), 3, 3}));
+
+  tokenizer.setParseSpecial(false);
+  Chat rewrites(tokenizer, "{{ messages[0].content | upper }}", "t");
+  rewrites.addMessage("user", "hi");
+  try {
+    rewrites.encodePrompt();
+    ADD_FAILURE() << "a rewritten message was not refused";
+  } catch (const std::invalid_argument &e) {
+    EXPECT_NE(std::string(e.what()).find("message 1 (user) does not appear"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Chat, ReplyStopsAtTheEndOfTurnToken) {
   TokenizerSpec spec = characterVocabulary();
   spec.chatTemplate = "{% for m in messages %}{{ m.content }}<|im_end|>"
