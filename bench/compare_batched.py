@@ -22,10 +22,11 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from compare import run, say  # bench/compare.py: logged, failing loudly
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,18 +49,6 @@ def parse_args():
     return p.parse_args()
 
 
-def say(message):
-    print(f"compare_batched: {message}", file=sys.stderr, flush=True)
-
-
-def run(cmd):
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"compare_batched: {' '.join(cmd)} failed ({done.returncode}):\n"
-                 f"{done.stderr[-4000:]}")
-    return done.stdout, done.stderr
-
-
 def run_kiln(a, artifact, batches):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         run([a.kiln, "bench", artifact, "--batch", ",".join(map(str, batches)),
@@ -76,12 +65,12 @@ ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|\s*(\d+)\s*\|"
 
 def run_llama(a, batches):
     context = max(batches) * (a.prompt_tokens + a.gen_tokens)
-    out, err = run([a.llama_batched_bench, "-m", a.model, "-npp", str(a.prompt_tokens),
+    out = run([a.llama_batched_bench, "-m", a.model, "-npp", str(a.prompt_tokens),
                     "-ntg", str(a.gen_tokens), "-npl", ",".join(map(str, batches)),
                     "-t", str(a.threads), "-c", str(context), "-b", "2048", "-ub", "512"]
                    + a.llama_args.split())
     figures = {}
-    for line in (out + err).splitlines():
+    for line in out.splitlines():
         m = ROW.match(line)
         if m:
             figures[int(m.group(3))] = float(m.group(8))  # S_TG t/s
