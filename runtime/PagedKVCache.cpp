@@ -96,26 +96,29 @@ void PagedKVCache::copyBlock(int32_t from, int32_t to) {
               n);
 }
 
-void PagedKVCache::prepareStep(const StepBatch &batch, size_t begin,
-                               size_t end) {
+bool PagedKVCache::reserve(int32_t seq, int64_t begin, int64_t end) {
   const int64_t bp = options.blockPositions;
   auto copy = [this](int32_t from, int32_t to) { copyBlock(from, to); };
+  // Reads: blocks before the first written position that the sequence
+  // never wrote get fresh blocks, so generated code never follows a -1
+  // (what they hold is masked or is the caller's business: positions a
+  // sequence reads before writing them).
+  int64_t lo = options.slidingWindow > 0
+                   ? std::max<int64_t>(0, begin - options.slidingWindow + 1)
+                   : 0;
+  for (int64_t b = lo / bp; b * bp < begin; ++b)
+    if (blockTables->blockOf(seq, b * bp) < 0 &&
+        !blockTables->prepareWrite(seq, b * bp, std::min(begin, (b + 1) * bp),
+                                   copy))
+      return false;
+  return blockTables->prepareWrite(seq, begin, end, copy);
+}
+
+void PagedKVCache::prepareStep(const StepBatch &batch, size_t begin,
+                               size_t end) {
   for (const auto &[seq, range] : positionRanges(batch, begin, end)) {
     auto [first, last] = range;
-    // Reads: blocks before the first written position that the sequence
-    // never wrote get fresh blocks, so generated code never follows a -1
-    // (what they hold is masked or is the caller's business: positions a
-    // sequence reads before writing them).
-    int64_t lo = options.slidingWindow > 0
-                     ? std::max<int64_t>(0, first - options.slidingWindow + 1)
-                     : 0;
-    bool ok = true;
-    for (int64_t b = lo / bp; ok && b * bp < first; ++b)
-      if (blockTables->blockOf(seq, b * bp) < 0)
-        ok = blockTables->prepareWrite(seq, b * bp,
-                                       std::min(first, (b + 1) * bp), copy);
-    ok = ok && blockTables->prepareWrite(seq, first, last + 1, copy);
-    if (!ok)
+    if (!reserve(seq, first, last + 1))
       throw KVCacheFullError(
           "the KV cache is full: sequence " + std::to_string(seq) +
           " needs blocks for positions up to " + std::to_string(last) + ", " +

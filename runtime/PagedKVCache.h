@@ -66,6 +66,10 @@ public:
   /// sequence that did not fit is left as it was; blocks mapped for the
   /// step's other sequences stay mapped (a retry needs them).
   void prepareStep(const StepBatch &batch, size_t begin, size_t end);
+  /// The same for positions [begin, end) of one sequence, returning false
+  /// instead of throwing (the scheduler reserves room before planning a
+  /// step). Blocks mapped before a failure stay mapped.
+  bool reserve(int32_t seq, int64_t begin, int64_t end);
   /// After a step: releases blocks that fell wholly out of the window.
   void finishStep(const StepBatch &batch, size_t begin, size_t end);
 

@@ -24,6 +24,8 @@ const char *finishReasonName(FinishReason reason) {
     return "length";
   case FinishReason::Cancelled:
     return "cancelled";
+  case FinishReason::Error:
+    return "error";
   }
   return "unknown";
 }

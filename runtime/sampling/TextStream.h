@@ -32,9 +32,10 @@ enum class FinishReason {
   StopString, ///< The text reached a stop string.
   Length,     ///< max_tokens, or the caller's limit (the context).
   Cancelled,  ///< The caller ended it.
+  Error,      ///< It could not go on (the engine says why).
 };
 
-/// "stop_token", "stop_string", "length", "cancelled" or "none".
+/// "stop_token", "stop_string", "length", "cancelled", "error" or "none".
 const char *finishReasonName(FinishReason reason);
 
 struct TextDelta {
