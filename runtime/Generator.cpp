@@ -15,9 +15,14 @@ namespace kiln::runtime {
 
 namespace {
 
-/// llama2.c's safe_printf: a piece that is one byte that is neither printable
-/// nor whitespace is not printed.
-bool printable(const std::string &piece) {
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+} // namespace
+
+bool isPrintablePiece(const std::string &piece) {
   if (piece.empty())
     return false;
   if (piece.size() == 1) {
@@ -26,13 +31,6 @@ bool printable(const std::string &piece) {
   }
   return true;
 }
-
-double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
-}
-
-} // namespace
 
 GenerationResult
 generate(const Tokenizer &tokenizer, const StepFunction &step,
@@ -58,7 +56,7 @@ generateFromIds(const Tokenizer &tokenizer, const StepFunction &step,
   const int32_t bos = tokenizer.spec().bosId;
   auto say = [&](int32_t previous, int32_t next) {
     std::string piece = tokenizer.decodePiece(previous, next);
-    if (printable(piece))
+    if (isPrintablePiece(piece))
       emit(piece);
   };
 

@@ -46,6 +46,10 @@ struct GenerationResult {
   int32_t stopToken = -1;
 };
 
+/// llama2.c's safe_printf rule: a piece that is one byte that is neither
+/// printable nor whitespace is not printed.
+bool isPrintablePiece(const std::string &piece);
+
 /// Generates from `prompt`; `emit` receives each printable piece as soon as
 /// it is known (llama2.c's printing rules: unprintable single bytes are
 /// dropped).

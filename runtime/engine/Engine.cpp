@@ -108,6 +108,7 @@ Engine::Engine(std::unique_ptr<StepExecutor> executorIn, Tokenizer tokenizer,
                                 std::to_string(stepLimits.vocabSize));
   scheduler = std::make_unique<Scheduler>(*executor, options.scheduler);
   snapshot.kv = executor->usage();
+  kvCapacity = int64_t(snapshot.kv.totalBlocks) * snapshot.kv.blockPositions;
   thread = std::thread([this] { loop(); });
 }
 
@@ -141,6 +142,11 @@ RequestId Engine::submit(GenerationRequest spec,
                                 " tokens, longer than the context of " +
                                 std::to_string(stepLimits.contextLength) +
                                 " positions");
+  if (kvCapacity > 0 && int64_t(ids.size()) > kvCapacity)
+    throw std::invalid_argument("the prompt is " + std::to_string(ids.size()) +
+                                " tokens and the KV cache holds " +
+                                std::to_string(kvCapacity) +
+                                " positions in all (--kv-memory raises it)");
   SamplingParams textParams = spec.sampling;
   if (!spec.ignoreEos)
     for (int32_t stop : modelStops)
@@ -222,14 +228,47 @@ void Engine::loop() {
         for (RequestId id : live)
           cancels.push_back(id);
     }
-    admitNew();
-    applyCancels();
-    if (!stop && !scheduler->empty())
-      runStep();
+    try {
+      admitNew();
+      applyCancels();
+      if (!stop && !scheduler->empty())
+        runStep();
+    } catch (const std::exception &e) {
+      failAll(e.what());
+    }
     publishMetrics();
     if (stop)
       return;
   }
+}
+
+void Engine::failAll(const std::string &why) {
+  // Something outside a step failed (out of memory, a broken invariant):
+  // the state of the running requests is unknown, so they end with the
+  // reason, and the engine goes on with new ones.
+  std::vector<RequestId> ids;
+  for (auto &[id, request] : active)
+    ids.push_back(id);
+  for (RequestId id : ids) {
+    auto it = active.find(id);
+    if (it == active.end())
+      continue;
+    TokenEvent event;
+    event.finish = FinishReason::Error;
+    event.error = "the engine failed: " + why;
+    try {
+      finishRequest(*it->second, std::move(event));
+    } catch (const std::exception &) {
+      active.erase(id); // its reader is told nothing more; the engine lives
+      std::lock_guard<std::mutex> lock(mutex);
+      auto l = std::find(live.begin(), live.end(), id);
+      if (l != live.end())
+        live.erase(l);
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  if (live.empty() && finishing == 0)
+    idle.notify_all();
 }
 
 void Engine::admitNew() {
@@ -392,6 +431,7 @@ void Engine::finishRequest(Request &r, TokenEvent event) {
 
 void Engine::deliver(Request &r, TokenEvent event) {
   event.request = r.id;
+  event.time = Clock::now();
   if (r.onToken) {
     try {
       r.onToken(event);
@@ -414,10 +454,15 @@ void Engine::publishMetrics() {
 
 void Engine::updateSnapshot() {
   updateCounts();
-  snapshot.tokensPerSecond = recorder.throughput.tokensPerSecond(Clock::now());
-  snapshot.timeToFirstToken = recorder.timeToFirstToken.stats();
-  snapshot.interTokenLatency = recorder.interTokenLatency.stats();
-  snapshot.uptimeSeconds = seconds(Clock::now() - started);
+  // Percentiles sort their windows: at most every 50 ms while busy, and
+  // whenever the engine goes idle.
+  Clock::time_point now = Clock::now();
+  if (scheduler->empty() ||
+      now - percentilesTime > std::chrono::milliseconds(50)) {
+    recorder.timeToFirstToken.fill(snapshot.timeToFirstToken, true);
+    recorder.interTokenLatency.fill(snapshot.interTokenLatency, true);
+    percentilesTime = now;
+  }
 }
 
 void Engine::updateCounts() {
@@ -425,6 +470,8 @@ void Engine::updateCounts() {
   snapshot.queued = queuedCount;
   snapshot.running = scheduler->running();
   snapshot.kv = executor->usage();
+  snapshot.kvPeakUsedBlocks =
+      std::max(snapshot.kvPeakUsedBlocks, snapshot.kv.usedBlocks);
   snapshot.preemptions = scheduler->preemptions();
   snapshot.steps = scheduler->steps();
   snapshot.finished = recorder.finished;
@@ -432,6 +479,11 @@ void Engine::updateCounts() {
   snapshot.failed = recorder.failed;
   snapshot.promptTokens = recorder.promptTokens;
   snapshot.generatedTokens = recorder.generatedTokens;
+  recorder.timeToFirstToken.fill(snapshot.timeToFirstToken, false);
+  recorder.interTokenLatency.fill(snapshot.interTokenLatency, false);
+  Clock::time_point now = Clock::now();
+  snapshot.tokensPerSecond = recorder.throughput.tokensPerSecond(now);
+  snapshot.uptimeSeconds = seconds(now - started);
 }
 
 } // namespace kiln::runtime

@@ -17,7 +17,9 @@
 //    not throw, and may call submit(), cancel() and metrics(); they must
 //    not destroy the engine;
 //  - the destructor cancels what is left, waits for the engine's thread
-//    and must not run on it.
+//    and must not run on it. Every stream has had its last event by then,
+//    so RequestStream::cancel() stays safe on a stream that outlives its
+//    engine (it does nothing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +65,8 @@ struct TokenEvent {
   std::string error;
   /// On the last event: the request's prompt and generated token counts.
   int32_t promptTokens = 0, generatedTokens = 0;
+  /// When the engine made the event (a pulling reader may take it later).
+  std::chrono::steady_clock::time_point time;
 
   bool last() const { return finish != FinishReason::None; }
 };
@@ -138,9 +142,11 @@ public:
   Engine &operator=(const Engine &) = delete;
 
   /// Queues a request. Throws std::invalid_argument naming what is wrong
-  /// (sampling settings, a prompt longer than the context or the KV cache,
-  /// an empty prompt), EngineBusyError when the wait queue is full, and
-  /// std::logic_error after shutdown(). Other requests are unaffected.
+  /// (sampling settings, a prompt longer than the context or than the whole
+  /// KV cache, an empty prompt), EngineBusyError when the wait queue is
+  /// full, and std::logic_error after shutdown(). Other requests are
+  /// unaffected. A sequence that outgrows the whole KV cache while it
+  /// generates ends with FinishReason::Error.
   /// The stream is null when the request has a callback.
   std::shared_ptr<RequestStream> submit(GenerationRequest request);
   /// Same, returning the request's id (for cancel()).
@@ -165,6 +171,7 @@ private:
   struct Request;
   void loop();
   void admitNew();
+  void failAll(const std::string &why);
   void applyCancels();
   void runStep();
   void sampleRow(Request &request, const float *logits,
@@ -182,6 +189,7 @@ private:
   std::vector<int32_t> modelStops;
   EngineOptions options;
   StepLimits stepLimits;
+  int64_t kvCapacity = 0; ///< positions the KV cache holds; 0: no bound
 
   // Owned by the engine's thread.
   std::unique_ptr<Scheduler> scheduler;
@@ -205,6 +213,7 @@ private:
   int32_t finishing = 0;   ///< last events being delivered
   std::chrono::steady_clock::time_point started =
       std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point percentilesTime;
   EngineMetrics snapshot;
 
   std::thread thread;

@@ -34,14 +34,14 @@ void LatencyRecorder::record(double seconds) {
     latest.pop_front();
 }
 
-LatencyStats LatencyRecorder::stats() const {
-  LatencyStats s;
+void LatencyRecorder::fill(LatencyStats &s, bool percentiles) const {
   s.count = count;
   s.sumSeconds = sum;
+  s.buckets.clear();
   int64_t cumulative = 0;
   for (int64_t n : bucketCounts)
     s.buckets.push_back(cumulative += n);
-  if (!latest.empty()) {
+  if (percentiles && !latest.empty()) {
     std::vector<double> sorted(latest.begin(), latest.end());
     std::sort(sorted.begin(), sorted.end());
     // Nearest rank.
@@ -53,7 +53,6 @@ LatencyStats LatencyRecorder::stats() const {
     s.p90 = at(0.90);
     s.p99 = at(0.99);
   }
-  return s;
 }
 
 void ThroughputRecorder::record(std::chrono::steady_clock::time_point end,

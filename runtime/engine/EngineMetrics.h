@@ -40,6 +40,9 @@ struct EngineMetrics {
   int32_t queued = 0;  ///< submitted and not yet running
   int32_t running = 0; ///< holding a KV cache slot
   KVCacheUsage kv;
+  /// The most blocks in use after any step's plan (its tokens' room
+  /// reserved).
+  int32_t kvPeakUsedBlocks = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
   int64_t submitted = 0, finished = 0, cancelled = 0, failed = 0;
@@ -56,7 +59,9 @@ public:
   static constexpr size_t kLatencyWindow = 4096;
   LatencyRecorder();
   void record(double seconds);
-  LatencyStats stats() const;
+  /// Updates count, sum and buckets of `stats`, and with `percentiles` its
+  /// percentiles too (sorting the window: worth doing less often).
+  void fill(LatencyStats &stats, bool percentiles) const;
 
 private:
   int64_t count = 0;

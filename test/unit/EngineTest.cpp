@@ -203,27 +203,34 @@ TEST_F(EngineTest, SeededSamplingIsTheSameWhateverElseRuns) {
 TEST_F(EngineTest, CancelEndsTheRequestWithinAStepAndFreesItsBlocks) {
   std::unique_ptr<Engine> engine = open(2);
   auto keeper = engine->submit(greedy(randomPrompt(30, 1, 512), 60));
-  auto victim = engine->submit(greedy(randomPrompt(50, 2, 512), 200));
-  TokenEvent event;
-  int tokens = 0;
-  while (tokens < 3 && victim->next(event))
-    tokens += event.token >= 0;
-  ASSERT_EQ(tokens, 3);
-  victim->cancel();
-  // Events already queued, then at most one more step's token, then the end.
-  int after = 0;
-  TokenEvent last;
-  while (victim->next(event)) {
-    after += event.token >= 0;
-    last = event;
-  }
-  EXPECT_EQ(last.finish, FinishReason::Cancelled);
-  EXPECT_LE(after, 2) << "tokens arrived after the cancel";
-  EXPECT_FALSE(engine->cancel(victim->id())); // already over
+  // The victim cancels itself from its third token's callback, on the
+  // engine's thread between two steps: the next step must not feed it, and
+  // its blocks must be free before that step is planned.
+  GenerationRequest victim = greedy(randomPrompt(50, 2, 512), 200);
+  std::mutex mutex;
+  std::vector<TokenEvent> events;
+  runtime::RequestId victimId = 0;
+  int64_t stepsAtCancel = -1;
+  victim.onToken = [&](const TokenEvent &event) {
+    std::lock_guard<std::mutex> lock(mutex);
+    events.push_back(event);
+    if (events.size() == 3) {
+      stepsAtCancel = engine->metrics().steps;
+      EXPECT_TRUE(engine->cancel(event.request));
+    }
+  };
+  victimId = engine->submit(std::move(victim), nullptr);
   Output kept = collect(*keeper);
   EXPECT_EQ(kept.last.finish, FinishReason::Length);
   EXPECT_EQ(kept.tokens.size(), 60u);
   engine->waitIdle();
+  std::lock_guard<std::mutex> lock(mutex);
+  ASSERT_EQ(events.size(), 4u) << "tokens arrived after the cancel";
+  EXPECT_EQ(events.back().finish, FinishReason::Cancelled);
+  EXPECT_EQ(events.back().token, -1);
+  EXPECT_EQ(events.back().generatedTokens, 3);
+  EXPECT_GE(stepsAtCancel, 1);
+  EXPECT_FALSE(engine->cancel(victimId)); // already over
   runtime::EngineMetrics m = engine->metrics();
   // Only the prefix cache still holds blocks (the prompts' whole blocks).
   EXPECT_EQ(m.kv.usedBlocks, m.kv.cachedBlocks);

@@ -13,6 +13,7 @@
 #define KILN_TOOLS_KILN_CHATRUN_H
 
 #include "runtime/Chat.h"
+#include "runtime/engine/Engine.h"
 
 #include <functional>
 #include <string>
@@ -23,16 +24,18 @@ struct ChatRunOptions {
   std::string prompt;       ///< The one user turn; empty: turns from stdin.
   std::string templatePath; ///< --chat-template; empty: the model's.
   bool printPrompt = false; ///< Each rendered prompt on stderr.
-  runtime::ChatReplyOptions reply;
+  int32_t maxTokens = 256;  ///< Of each reply.
+  runtime::SamplingParams sampling;
 };
 
-/// Runs the chat on `step`; `forget` clears the sequence's KV cache before
-/// each reply (which prefills the whole conversation again).
-int runChat(const ChatRunOptions &options, const runtime::Tokenizer &tokenizer,
-            const runtime::StepFunction &step,
-            const std::function<void()> &forget);
+/// Runs the chat on `engine`: each reply is one request over the whole
+/// conversation so far, whose whole KV cache blocks the engine's prefix
+/// cache keeps from the previous turn's prompt.
+int runChat(const ChatRunOptions &options, runtime::Engine &engine);
 
-/// The line `kiln run` ends with on stderr: prefill and decode times.
+/// The line `kiln run` ends with on stderr: prefill and decode times
+/// (prefillSeconds: until the first token; decodeSeconds: from the first
+/// token to the last).
 void printGenerationTimes(const runtime::GenerationResult &result);
 
 } // namespace kiln

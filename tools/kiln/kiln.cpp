@@ -19,7 +19,9 @@
 #include "tools/kiln/ChatRun.h"
 #include "tools/kiln/ChatTemplateCommand.h"
 #include "tools/kiln/DemoCommand.h"
+#include "tools/kiln/EngineRun.h"
 #include "tools/kiln/InspectCommand.h"
+#include "tools/kiln/InterpreterExecutor.h"
 #include "tools/kiln/TerminalProgress.h"
 
 #include "codegen/driver/Compiler.h"
@@ -29,8 +31,8 @@
 #include "ir/interpreter/Interpreter.h"
 #include "runtime/ChatTemplate.h"
 #include "runtime/CompiledModel.h"
-#include "runtime/Generator.h"
 #include "runtime/MemoryAmount.h"
+#include "runtime/engine/CompiledModelExecutor.h"
 
 #include "passes/target/TargetDescription.h"
 
@@ -59,8 +61,11 @@ namespace {
 struct RunOptions {
   std::string model, tokenizer, prompt;
   int32_t steps = 256;
-  float temperature = 1.0f, topP = 0.9f;
+  float temperature = 1.0f, topP = 0.9f, minP = 0.0f;
+  float repetitionPenalty = 1.0f;
   int32_t topK = 0;
+  std::string promptsFile; ///< --prompts: one prompt a line
+  int32_t concurrency = 1; ///< --concurrency: prompts in flight
   uint64_t seed = 0;
   int32_t context = 0;
   bool fusion = false, explainFusion = false;
@@ -91,54 +96,46 @@ CLI::Validator memoryAmount() {
       "SIZE|PERCENT%");
 }
 
-/// Generates with `step` and prints the text, then timing on stderr; with
-/// --chat, through the chat template (`forget` clears the KV cache before
-/// each reply).
-int generateAndPrint(const RunOptions &o, const runtime::Tokenizer &tokenizer,
-                     const runtime::StepFunction &step, int64_t contextLength,
-                     bool stopsAtEos, const std::function<void()> &forget) {
-  runtime::GenerationOptions options;
-  options.steps = o.steps;
-  options.contextLength = o.context > 0 ? o.context : int32_t(contextLength);
-  if (options.contextLength <= 0)
-    options.contextLength = o.steps;
-  if (stopsAtEos)
-    for (int32_t id : {tokenizer.spec().eosId, tokenizer.spec().eotId})
-      if (id >= 0)
-        options.stopTokens.push_back(id);
-  options.sampler.temperature = o.temperature;
-  options.sampler.topP = o.topP;
-  options.sampler.topK = o.topK;
-  options.sampler.seed =
-      o.seed ? o.seed
-             : static_cast<uint64_t>(
-                   std::chrono::system_clock::now().time_since_epoch().count());
+/// The sampling settings of `kiln run`'s flags.
+runtime::SamplingParams samplingOf(const RunOptions &o) {
+  runtime::SamplingParams p;
+  p.temperature = o.temperature;
+  p.topP = o.topP;
+  p.topK = o.topK;
+  p.minP = o.minP;
+  p.repetitionPenalty = o.repetitionPenalty;
+  if (o.seed)
+    p.seed = o.seed;
+  else // the time, as llama2.c seeds
+    p.seed = static_cast<uint64_t>(
+        std::chrono::system_clock::now().time_since_epoch().count());
+  return p;
+}
+
+/// Runs what `kiln run` was asked to on `engine`: a chat, a prompts file or
+/// one prompt.
+int runOnEngine(const RunOptions &o, runtime::Engine &engine) {
+  runtime::SamplingParams sampling = samplingOf(o);
   if (o.chat) {
     ChatRunOptions chat;
     chat.prompt = o.prompt;
     chat.templatePath = o.chatTemplate;
     chat.printPrompt = o.printPrompt;
-    chat.reply.maxTokens = o.steps;
-    chat.reply.contextLength = options.contextLength;
-    chat.reply.sampler = options.sampler;
-    return runChat(chat, tokenizer, step, forget);
+    chat.maxTokens = o.steps;
+    chat.sampling = sampling;
+    return runChat(chat, engine);
   }
+  EngineRunOptions run;
+  run.steps = o.steps;
+  run.sampling = sampling;
+  if (!o.promptsFile.empty())
+    return runPromptFile(engine, o.promptsFile, o.concurrency, run);
+  return runOnePrompt(engine, o.prompt, run);
+}
 
-  runtime::GenerationResult result = runtime::generate(
-      tokenizer, step, o.prompt, options, [](const std::string &piece) {
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
-      });
-  std::printf("\n");
-  std::fflush(stdout);
-
-  if (result.hitContextLimit)
-    std::fprintf(stderr,
-                 "kiln: stopped at the model's context length of %d "
-                 "positions; --context N raises it\n",
-                 options.contextLength);
-  printGenerationTimes(result);
-  return 0;
+/// The engine's sequences: one per request in flight.
+int32_t sequencesFor(const RunOptions &o) {
+  return o.promptsFile.empty() ? 1 : o.concurrency;
 }
 
 /// Runs a compiled artifact: no MLIR involved.
@@ -146,6 +143,7 @@ int runArtifact(const RunOptions &o, const std::string &path) {
   runtime::CompiledModelOptions options;
   options.threads = o.threads;
   options.contextLength = o.context;
+  options.maxSequences = sequencesFor(o);
   if (!o.kvMemory.empty())
     options.kvMemoryBytes = runtime::MemoryAmount::parse(o.kvMemory).resolve();
   std::unique_ptr<runtime::CompiledModel> model =
@@ -157,18 +155,18 @@ int runArtifact(const RunOptions &o, const std::string &path) {
       o.tokenizer.empty() ? runtime::Tokenizer(model->tokenizerSpec())
                           : runtime::Tokenizer(readTokenizerFile(o.tokenizer));
   tokenizer.setParseSpecial(!o.noParseSpecial);
-  auto step = [&](const runtime::StepBatch &batch) {
-    return model->step(batch);
-  };
-  int status =
-      generateAndPrint(o, tokenizer, step, model->manifest().contextLength,
-                       model->manifest().stopsAtEos, [&] { model->reset(); });
+  std::vector<int32_t> stops =
+      runtime::modelStopTokens(tokenizer.spec(), model->manifest().stopsAtEos);
   const runtime::PagedKVCache &kv = model->kvCache();
+  runtime::Engine engine(
+      std::make_unique<runtime::CompiledModelExecutor>(std::move(model)),
+      std::move(tokenizer), std::move(stops));
+  int status = runOnEngine(o, engine);
+  runtime::EngineMetrics m = engine.metrics();
   std::fprintf(stderr,
-               "kiln: KV cache: %d of %d blocks of %d positions used, %lld "
-               "bytes a position, %.1f MiB pool\n",
-               kv.tables().usedBlocks(), kv.numBlocks(),
-               kv.tables().blockPositions(),
+               "kiln: KV cache: at most %d of %d blocks of %d positions used, "
+               "%lld bytes a position, %.1f MiB pool\n",
+               m.kvPeakUsedBlocks, m.kv.totalBlocks, m.kv.blockPositions,
                static_cast<long long>(kv.bytesPerPosition()),
                double(kv.poolBytes()) / (1024.0 * 1024.0));
   return status;
@@ -182,16 +180,16 @@ int runInterpreted(const RunOptions &o) {
     fuseLoadedModel(model, o.fusion, o.explainFusion, o.fusionRules);
   runtime::Tokenizer tokenizer = loadTokenizer(model, o.model, o.tokenizer);
   tokenizer.setParseSpecial(!o.noParseSpecial);
-  func::FuncOp stepFunc = findStepFunction(*model.module);
-  auto cacheType = cast<KVCacheType>(stepFunc.getArgumentTypes().back());
-  ReferenceKVCache<float> cache(cacheType);
-  Interpreter<float> interpreter(*model.weights);
-  auto step = [&](const runtime::StepBatch &batch) {
-    Tensor<float> logits = interpreter.step(stepFunc, batch, cache);
-    return std::move(logits.data);
-  };
-  return generateAndPrint(o, tokenizer, step, model.contextLength,
-                          model.stopsAtEos, [&] { cache.release(0); });
+  int32_t context = o.context > 0 ? o.context : int32_t(model.contextLength);
+  if (context <= 0)
+    context = o.steps;
+  std::vector<int32_t> stops =
+      runtime::modelStopTokens(tokenizer.spec(), model.stopsAtEos);
+  runtime::Engine engine(
+      std::make_unique<InterpreterExecutor>(
+          model, findStepFunction(*model.module), sequencesFor(o), context),
+      std::move(tokenizer), std::move(stops));
+  return runOnEngine(o, engine);
 }
 
 int run(const RunOptions &o) {
@@ -497,6 +495,30 @@ int main(int argc, char **argv) {
       ->add_option("--top-k", runOptions.topK,
                    "Sample among the k most likely tokens (default off)")
       ->check(CLI::NonNegativeNumber);
+  runCmd
+      ->add_option("--min-p", runOptions.minP,
+                   "Keep tokens at least this times as likely as the most "
+                   "likely one (default 0: off)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  runCmd
+      ->add_option("--repetition-penalty", runOptions.repetitionPenalty,
+                   "Divide the logits of tokens already seen (positive) or "
+                   "multiply them (negative) by this (default 1: off)")
+      ->check(CLI::PositiveNumber);
+  CLI::Option *promptsOption =
+      runCmd
+          ->add_option("--prompts", runOptions.promptsFile,
+                       "Generate for every line of this file (a prompt a "
+                       "line); each output is printed on its own line, in "
+                       "input order, with newlines written as \\n")
+          ->excludes("--prompt")
+          ->excludes(chatFlag);
+  runCmd
+      ->add_option("--concurrency", runOptions.concurrency,
+                   "With --prompts: prompts generated at once, batched "
+                   "into the same steps (default 1)")
+      ->check(CLI::PositiveNumber)
+      ->needs(promptsOption);
   runCmd->add_option("--seed", runOptions.seed,
                      "Random seed (default: the time)");
   runCmd
