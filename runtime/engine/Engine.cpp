@@ -469,6 +469,7 @@ void Engine::updateCounts() {
   queuedCount = int32_t(inbox.size()) + scheduler->waiting();
   snapshot.queued = queuedCount;
   snapshot.running = scheduler->running();
+  snapshot.peakRunning = std::max(snapshot.peakRunning, snapshot.running);
   snapshot.kv = executor->usage();
   snapshot.kvPeakUsedBlocks =
       std::max(snapshot.kvPeakUsedBlocks, snapshot.kv.usedBlocks);

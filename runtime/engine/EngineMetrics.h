@@ -39,6 +39,8 @@ struct LatencyStats {
 struct EngineMetrics {
   int32_t queued = 0;  ///< submitted and not yet running
   int32_t running = 0; ///< holding a KV cache slot
+  /// The most sequences running at once after any step's plan.
+  int32_t peakRunning = 0;
   KVCacheUsage kv;
   /// The most blocks in use after any step's plan (its tokens' room
   /// reserved).

@@ -12,6 +12,7 @@
 //   kiln make-model      write a synthetic Llama with random weights
 //   kiln compile MODEL   compile into an artifact (one step library per target)
 //   kiln bench ARTIFACT  time prefill and decode against measured limits
+//   kiln serve MODEL     an OpenAI-compatible HTTP server (docs/server.md)
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@
 #include "tools/kiln/EngineRun.h"
 #include "tools/kiln/InspectCommand.h"
 #include "tools/kiln/InterpreterExecutor.h"
+#include "tools/kiln/ServeCommand.h"
 #include "tools/kiln/TerminalProgress.h"
 
 #include "codegen/driver/Compiler.h"
@@ -785,6 +787,9 @@ int main(int argc, char **argv) {
                    "every sequence)")
       ->check(memoryAmount());
 
+  ServeOptions serveOptions;
+  CLI::App *serveCmd = addServeCommand(app, serveOptions);
+
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -812,6 +817,8 @@ int main(int argc, char **argv) {
     }
     if (*makeModelCmd)
       return makeModel(makeModelOptions);
+    if (*serveCmd)
+      return runServe(serveOptions);
   } catch (const std::exception &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "kiln: error: %s\n", e.what());
