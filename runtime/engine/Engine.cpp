@@ -166,9 +166,13 @@ RequestId Engine::submit(GenerationRequest spec,
   if (stopping)
     throw std::logic_error("engine: it is shutting down and takes no new "
                            "requests");
-  if (options.maxQueued > 0 && queuedCount >= options.maxQueued)
-    throw EngineBusyError("engine: " + std::to_string(queuedCount) +
-                          " requests are already waiting (the limit)");
+  // Requests not yet running, less those the free slots will take in.
+  int32_t waitingForSlot =
+      queuedCount - std::max(0, scheduler->slotCount() - snapshot.running);
+  if (options.maxQueued > 0 && waitingForSlot >= options.maxQueued)
+    throw EngineBusyError("engine: " + std::to_string(waitingForSlot) +
+                          " requests are already waiting for a slot (the "
+                          "limit)");
   request->id = nextId++;
   if (!request->onToken)
     request->stream =

@@ -120,8 +120,9 @@ private:
 
 struct EngineOptions {
   SchedulerOptions scheduler;
-  /// Requests waiting beyond this many make submit() throw EngineBusyError
-  /// (0: no bound).
+  /// Requests waiting for a slot (submitted, beyond the slots free) beyond
+  /// this many make submit() throw EngineBusyError (0: no bound). A burst
+  /// that free slots will take in is never refused.
   int32_t maxQueued = 0;
 };
 

@@ -119,6 +119,8 @@ public:
   int64_t preemptions() const { return preemptionCount; }
   int64_t steps() const { return stepNumber; }
   int32_t stepTokens() const { return budget; }
+  /// Sequences that may run at once (cache slots in use or free).
+  int32_t slotCount() const { return slots; }
   std::optional<SequenceStatus> status(RequestId id) const;
 
 private:

@@ -24,7 +24,9 @@ namespace kiln::runtime {
 struct KVCacheUsage {
   int32_t usedBlocks = 0, freeBlocks = 0, totalBlocks = 0;
   int32_t blockPositions = 0;
-  /// Blocks kept only by the prefix cache (reclaimed when needed).
+  /// Blocks the prefix cache holds, some perhaps also mapped by running
+  /// sequences; those only it holds are reclaimed when room is needed. With
+  /// no sequence running, usedBlocks == cachedBlocks.
   int32_t cachedBlocks = 0;
 };
 
