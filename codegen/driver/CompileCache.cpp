@@ -47,6 +47,7 @@ compileCacheKey(const CompileOptions &o,
   for (const target::TargetDescription &t : targets)
     add(t.spec());
   add(o.dtype);
+  add(o.quantize.empty() ? "-" : o.quantize);
   add(o.kvType);
   add(std::to_string(o.maxTokens));
   add(std::to_string(o.context));

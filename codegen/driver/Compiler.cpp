@@ -12,6 +12,7 @@
 #include "codegen/CompileStep.h"
 #include "codegen/WriteArtifact.h"
 #include "codegen/cpu/HostCompiler.h"
+#include "frontends/formats/Quantize.h"
 #include "ir/KilnOps.h"
 #include "passes/FusionDiagnostics.h"
 #include "passes/Passes.h"
@@ -26,6 +27,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -58,6 +62,56 @@ codegen::PackedType packedType(const std::string &name,
                            "'");
 }
 
+/// `kiln compile --quantize`: the float weights of `inner` with every tensor
+/// llama-quantize --pure would quantize (formats::pureQuantizedType) turned
+/// into `type`'s blocks and widened back to float, each once and kept.
+/// When kernels read blocks in place, blocks() is what the packer stores.
+class QuantizingWeightProvider : public WeightProvider {
+public:
+  QuantizingWeightProvider(WeightProvider &inner, formats::ElementType type)
+      : inner(inner), type(type) {}
+
+  const float *getWeight(llvm::StringRef name,
+                         RankedTensorType tensorType) override {
+    const float *values = inner.getWeight(name, tensorType);
+    std::vector<int64_t> shape(tensorType.getShape().begin(),
+                               tensorType.getShape().end());
+    if (formats::pureQuantizedType(shape, type) != type)
+      return values;
+    auto [it, inserted] = widened.try_emplace(name.str());
+    if (inserted) {
+      std::vector<uint8_t> blocks = this->blocks(name, shape, values);
+      it->second.resize(static_cast<size_t>(tensorType.getNumElements()));
+      formats::dequantize(type, blocks.data(), it->second.data(),
+                          tensorType.getNumElements());
+    }
+    return it->second.data();
+  }
+
+  /// The tensor's blocks, rows one after another (throws naming the tensor
+  /// when its rows are not whole blocks or hold NaN or infinities).
+  std::vector<uint8_t> blocks(llvm::StringRef name,
+                              const std::vector<int64_t> &shape,
+                              const float *values) const {
+    return formats::quantizeTensor(type, name.str(), shape, values);
+  }
+
+private:
+  WeightProvider &inner;
+  formats::ElementType type;
+  std::map<std::string, std::vector<float>> widened;
+};
+
+/// --quantize's type, or nothing when it is empty; throws for another name.
+std::optional<formats::ElementType> quantizeType(const std::string &name) {
+  if (name.empty())
+    return std::nullopt;
+  if (std::optional<formats::ElementType> t = formats::parseQuantizedType(name))
+    return t;
+  throw std::runtime_error("--quantize must be q8_0 or q4_0, not '" + name +
+                           "'");
+}
+
 /// Copies `artifact` into the cache as `cached`, through a temporary file
 /// and a rename so that a reader never sees half a file. A cache that cannot
 /// be written costs only the next compile's time: errors are ignored.
@@ -86,9 +140,14 @@ void compileUncached(const CompileOptions &o,
   std::string chatTemplate;
   if (!o.chatTemplate.empty())
     chatTemplate = runtime::readChatTemplateFile(o.chatTemplate);
+  std::optional<formats::ElementType> quantized = quantizeType(o.quantize);
   for (auto decl : model.module->getOps<WeightDeclOp>())
     if (isa<BlockQuantizedTypeInterface>(
             decl.getTensorType().getElementType())) {
+      if (quantized)
+        throw std::runtime_error(
+            o.model + " already has block-quantized (q8_0/q4_0) weights; "
+                      "--quantize takes f32, f16 or bf16 models");
       if (o.notice)
         o.notice(o.model +
                  " has block-quantized (q8_0/q4_0) weights; they are widened "
@@ -96,6 +155,21 @@ void compileUncached(const CompileOptions &o,
                  o.dtype + " at compile time until Kiln reads them in place");
       break;
     }
+
+  std::unique_ptr<QuantizingWeightProvider> quantizing;
+  if (quantized) {
+    quantizing =
+        std::make_unique<QuantizingWeightProvider>(*model.weights, *quantized);
+    if (o.notice)
+      o.notice("--quantize " + o.quantize + ": " + o.model +
+               "'s matrices are quantized to " + o.quantize +
+               " blocks (llama.cpp's reference rules) and widened to " +
+               o.dtype +
+               " until Kiln reads them in place: the artifact carries " +
+               o.quantize + "'s rounding at " + o.dtype + "'s size");
+  }
+  WeightProvider &weights =
+      quantizing ? static_cast<WeightProvider &>(*quantizing) : *model.weights;
 
   fs::path work =
       fs::temp_directory_path() / ("kiln-compile-" + std::to_string(getpid()));
@@ -135,7 +209,7 @@ void compileUncached(const CompileOptions &o,
         (several ? work / codegen::librarySourceDirectory(target) : work)
             .string();
     step.progress = [&](const std::string &stage) { progress(prefix + stage); };
-    compiled.push_back(codegen::compileStep(*module, *model.weights, step));
+    compiled.push_back(codegen::compileStep(*module, weights, step));
     modules.push_back(std::move(module));
   }
 
@@ -225,6 +299,7 @@ CompileResult compileModel(const CompileOptions &o) {
       parseCompileTargets(o.target);
   packedType(o.dtype); // check early
   packedType(o.kvType, "--kv-type");
+  quantizeType(o.quantize);
   if (o.output.empty() && o.emitSource.empty())
     throw std::runtime_error("kiln compile needs -o ARTIFACT, --emit-source "
                              "DIR or both");

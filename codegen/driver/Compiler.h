@@ -34,6 +34,14 @@ struct CompileOptions {
   /// a ",key=value" override belongs to the target before it).
   std::string target = "native";
   std::string dtype = "f32";
+  /// "q8_0" or "q4_0": quantize the matrices of an f32/f16/bf16 model at
+  /// compile time as `llama-quantize --pure` does (formats/Quantize.h:
+  /// llama.cpp's reference blocks, 1-D tensors kept), or empty. Until
+  /// kernels read Q8_0/Q4_0 blocks in place, the blocks are widened back to
+  /// `dtype` when packed: the artifact carries the quantization's error at
+  /// `dtype`'s size (what `kiln eval` measures). The packed tensor's weight
+  /// type then becomes the quantized type.
+  std::string quantize;
   /// How the KV cache stores keys and values: f32, f16 or bf16.
   std::string kvType = "f32";
   std::string tokenizer;

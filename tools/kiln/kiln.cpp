@@ -12,6 +12,8 @@
 //   kiln make-model      write a synthetic Llama with random weights
 //   kiln compile MODEL   compile into an artifact (one step library per target)
 //   kiln bench ARTIFACT  time prefill and decode against measured limits
+//   kiln eval ARTIFACT   perplexity over a text; KL divergence and top-1
+//                        agreement against a reference model
 //   kiln serve MODEL     an OpenAI-compatible HTTP server (docs/server.md)
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +23,7 @@
 #include "tools/kiln/ChatTemplateCommand.h"
 #include "tools/kiln/DemoCommand.h"
 #include "tools/kiln/EngineRun.h"
+#include "tools/kiln/EvalCommand.h"
 #include "tools/kiln/InspectCommand.h"
 #include "tools/kiln/InterpreterExecutor.h"
 #include "tools/kiln/ServeCommand.h"
@@ -28,6 +31,7 @@
 
 #include "codegen/driver/Compiler.h"
 #include "codegen/driver/LoadedModel.h"
+#include "frontends/formats/Quantize.h"
 #include "frontends/formats/SyntheticModel.h"
 #include "ir/KilnOps.h"
 #include "ir/interpreter/Interpreter.h"
@@ -50,6 +54,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 using namespace mlir;
 using namespace kiln;
@@ -384,6 +389,19 @@ int makeModel(const MakeModelOptions &o) {
   if (o.shards != 1 && !hf)
     throw std::runtime_error("--shards splits Hugging Face weights; use "
                              "--format hf");
+  std::optional<formats::ElementType> quantized =
+      formats::parseQuantizedType(o.dtype);
+  if (quantized && o.format != "gguf")
+    throw std::runtime_error("--dtype " + o.dtype +
+                             " is a GGUF block type; use --format gguf");
+  if (quantized)
+    for (const formats::ModelTensor &t : formats::modelTensors(spec.config))
+      if (formats::pureQuantizedType(t.shape, *quantized) == *quantized &&
+          !formats::rowBytes(*quantized, t.shape.back()))
+        throw std::runtime_error(
+            "--dtype " + o.dtype + ": the " + o.config + " config's tensor '" +
+            t.name + "' has rows of " + std::to_string(t.shape.back()) +
+            " weights, not a multiple of the 32-weight block");
   formats::ElementType type = o.dtype == "f16"    ? formats::ElementType::F16
                               : o.dtype == "bf16" ? formats::ElementType::BF16
                                                   : formats::ElementType::F32;
@@ -407,9 +425,19 @@ int makeModel(const MakeModelOptions &o) {
               ", tokenizer.json)";
   } else {
     bytes = writeOrRemove(o.output, [&] {
-      return llama2c ? formats::writeSyntheticLlama2c(spec, o.output,
-                                                      o.llama2cVersion)
-                     : formats::writeSyntheticGGUF(spec, o.output, type);
+      if (llama2c)
+        return formats::writeSyntheticLlama2c(spec, o.output, o.llama2cVersion);
+      if (!quantized)
+        return formats::writeSyntheticGGUF(spec, o.output, type);
+      // As llama.cpp makes them: an F32 file, then quantized with
+      // llama-quantize --pure's rules (formats/Quantize.h).
+      std::string f32 = o.output + ".f32.tmp";
+      struct Remove {
+        std::string path;
+        ~Remove() { std::remove(path.c_str()); }
+      } remove{f32};
+      formats::writeSyntheticGGUF(spec, f32, formats::ElementType::F32);
+      return formats::quantizeGGUFFile(f32, o.output, *quantized);
     });
     written = !llama2c                ? "GGUF v3"
               : o.llama2cVersion == 1 ? "llama2.c checkpoint (version 1)"
@@ -603,6 +631,13 @@ int main(int argc, char **argv) {
       ->add_option("--kv-type", compileOptions.kvType,
                    "KV cache element type: f32 (default), f16, bf16")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  compileCmd
+      ->add_option("--quantize", compileOptions.quantize,
+                   "Quantize an f32/f16/bf16 model's matrices to q8_0 or "
+                   "q4_0 blocks as llama-quantize --pure does; widened to "
+                   "--dtype until kernels read them in place "
+                   "(docs/quantization.md)")
+      ->check(CLI::IsMember({"q8_0", "q4_0"}));
   compileCmd->add_option("--tokenizer", compileOptions.tokenizer,
                          "Tokenizer to store (default: the model's)");
   compileCmd->add_option("--chat-template", compileOptions.chatTemplate,
@@ -714,8 +749,10 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"gguf", "llama2c", "hf"}));
   makeModelCmd
       ->add_option("--dtype", makeModelOptions.dtype,
-                   "Weight type: f32 (default), f16 or bf16 (GGUF and hf)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+                   "Weight type: f32 (default), f16 or bf16 (GGUF and hf); "
+                   "q8_0 or q4_0 (GGUF: matrices quantized as "
+                   "llama-quantize --pure does, norms f32)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
   makeModelCmd
       ->add_option("--llama2c-version", makeModelOptions.llama2cVersion,
                    "llama2.c layout: 0 (legacy, default) or 1 (export.py's "
@@ -790,6 +827,9 @@ int main(int argc, char **argv) {
   ServeOptions serveOptions;
   CLI::App *serveCmd = addServeCommand(app, serveOptions);
 
+  EvalOptions evalOptions;
+  CLI::App *evalCmd = addEvalCommand(app, evalOptions);
+
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -819,6 +859,8 @@ int main(int argc, char **argv) {
       return makeModel(makeModelOptions);
     if (*serveCmd)
       return runServe(serveOptions);
+    if (*evalCmd)
+      return runEval(evalOptions);
   } catch (const std::exception &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "kiln: error: %s\n", e.what());

@@ -1,0 +1,191 @@
+//===- Quantize.cpp - Float weights into Q8_0 and Q4_0 blocks -------------===//
+//
+// Part of Kiln. See Quantize.h for the rules; docs/quantization.md for why
+// each one is what it is.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontends/formats/Quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+// The reference rounds x * id and then adds 8.5 (Q4_0): two float
+// operations. A compiler allowed to fuse them into one FMA (clang's default
+// contracts within an expression on FMA targets, GCC's across statements)
+// would round once and could move a weight across a level boundary.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace kiln::formats {
+
+namespace {
+
+constexpr int kBlock = 32;
+
+/// Where values sit, for errors: "tensor 'x': row 3, column 17".
+std::string where(const std::string &tensor, int64_t row, int64_t column) {
+  std::string text = tensor.empty() ? "" : "tensor '" + tensor + "': ";
+  return text + "row " + std::to_string(row) + ", column " +
+         std::to_string(column);
+}
+
+/// Throws unless every value of the block is finite.
+void requireFinite(const float *x, ElementType type, const std::string &tensor,
+                   int64_t row, int64_t column) {
+  for (int j = 0; j < kBlock; ++j)
+    if (!std::isfinite(x[j]))
+      throw std::invalid_argument(where(tensor, row, column + j) + " is " +
+                                  (std::isnan(x[j]) ? "NaN" : "infinite") +
+                                  ": it cannot be " + "quantized to " +
+                                  elementTypeName(type));
+}
+
+/// Stores the f16 bits of `d` at `out`, little-endian; throws when `d` is
+/// beyond f16's range (the block would dequantize to infinities).
+void storeScale(float d, uint8_t *out, ElementType type, float largest,
+                const std::string &tensor, int64_t row, int64_t column) {
+  uint16_t bits = floatToHalf(d);
+  if ((bits & 0x7c00) == 0x7c00)
+    throw std::invalid_argument(
+        where(tensor, row, column) + ": the block's largest magnitude " +
+        std::to_string(largest) + " needs a scale of " + std::to_string(d) +
+        ", beyond f16's 65504: it cannot be quantized to " +
+        elementTypeName(type));
+  out[0] = static_cast<uint8_t>(bits & 0xff);
+  out[1] = static_cast<uint8_t>(bits >> 8);
+}
+
+/// 1/d, or 0 when d is 0. A d so small that 1/d overflows (|d| < 2^-128)
+/// stores a zero scale anyway; its weights are all stored as 0 then, as
+/// the reference's conversion of the infinite products gives on x86.
+float inverseScale(float d) {
+  if (d == 0.0f)
+    return 0.0f;
+  float id = 1.0f / d;
+  return std::isfinite(id) ? id : 0.0f;
+}
+
+void quantizeBlockQ8_0(const float *x, uint8_t *out, const std::string &tensor,
+                       int64_t row, int64_t column) {
+  requireFinite(x, ElementType::Q8_0, tensor, row, column);
+  float amax = 0.0f;
+  for (int j = 0; j < kBlock; ++j)
+    amax = std::max(amax, std::fabs(x[j]));
+  float d = amax / 127.0f;
+  float id = inverseScale(d);
+  storeScale(d, out, ElementType::Q8_0, amax, tensor, row, column);
+  for (int j = 0; j < kBlock; ++j) {
+    float scaled = x[j] * id; // |scaled| <= 127 (rounding cannot pass 127.5)
+    int q = static_cast<int>(std::round(scaled)); // halfway: away from zero
+    out[2 + j] = static_cast<uint8_t>(q & 0xff);  // two's-complement int8
+  }
+}
+
+void quantizeBlockQ4_0(const float *x, uint8_t *out, const std::string &tensor,
+                       int64_t row, int64_t column) {
+  requireFinite(x, ElementType::Q4_0, tensor, row, column);
+  // The signed value of largest magnitude, the first of equals.
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < kBlock; ++j)
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  float d = max / -8.0f;
+  float id = inverseScale(d);
+  storeScale(d, out, ElementType::Q4_0, amax, tensor, row, column);
+  auto level = [&](float v) {
+    float scaled = v * id;             // in [-8, 8] up to rounding
+    float shifted = scaled + 8.5f;     // in [0.5, 16.5]: positive, so the
+    int q = static_cast<int>(shifted); // conversion truncates down
+    return static_cast<uint8_t>(std::min(q, 15));
+  };
+  for (int j = 0; j < kBlock / 2; ++j)
+    out[2 + j] =
+        static_cast<uint8_t>(level(x[j]) | (level(x[j + kBlock / 2]) << 4));
+}
+
+} // namespace
+
+bool isBlockQuantized(ElementType type) {
+  return type == ElementType::Q8_0 || type == ElementType::Q4_0;
+}
+
+std::optional<ElementType> parseQuantizedType(const std::string &name) {
+  if (name == "q8_0")
+    return ElementType::Q8_0;
+  if (name == "q4_0")
+    return ElementType::Q4_0;
+  return std::nullopt;
+}
+
+void quantizeRow(ElementType type, const float *src, uint8_t *dst, int64_t n,
+                 const std::string &tensor, int64_t row) {
+  if (!isBlockQuantized(type))
+    throw std::invalid_argument(std::string("cannot quantize to ") +
+                                elementTypeName(type) + " (q8_0, q4_0)");
+  if (n % kBlock != 0)
+    throw std::invalid_argument(
+        (tensor.empty() ? std::string("a row") : "tensor '" + tensor + "'") +
+        " has rows of " + std::to_string(n) + " weights, not a multiple of " +
+        std::to_string(kBlock) + ": it cannot be quantized to " +
+        elementTypeName(type) + " (its blocks hold 32 weights of one row)");
+  int64_t bytes = blockBytes(type);
+  for (int64_t b = 0; b < n / kBlock; ++b) {
+    if (type == ElementType::Q8_0)
+      quantizeBlockQ8_0(src + b * kBlock, dst + b * bytes, tensor, row,
+                        b * kBlock);
+    else
+      quantizeBlockQ4_0(src + b * kBlock, dst + b * bytes, tensor, row,
+                        b * kBlock);
+  }
+}
+
+std::vector<uint8_t> quantizeTensor(ElementType type, const std::string &tensor,
+                                    const std::vector<int64_t> &shape,
+                                    const float *values) {
+  int64_t rowLength = shape.empty() ? 1 : shape.back();
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i)
+    rows *= shape[i];
+  std::optional<uint64_t> perRow = rowBytes(type, rowLength);
+  if (!perRow || !isBlockQuantized(type)) {
+    // quantizeRow says what is wrong, naming the tensor.
+    quantizeRow(type, values, nullptr, rowLength, tensor, 0);
+    throw std::invalid_argument("tensor '" + tensor + "' cannot be quantized");
+  }
+  std::vector<uint8_t> out(static_cast<size_t>(*perRow) *
+                           static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    quantizeRow(type, values + r * rowLength, out.data() + r * *perRow,
+                rowLength, tensor, r);
+  return out;
+}
+
+ElementType pureQuantizedType(const std::vector<int64_t> &shape,
+                              ElementType type) {
+  return shape.size() <= 1 ? ElementType::F32 : type;
+}
+
+uint32_t llamaFileType(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return 0; // ALL_F32
+  case ElementType::F16:
+    return 1; // MOSTLY_F16
+  case ElementType::Q4_0:
+    return 2; // MOSTLY_Q4_0
+  case ElementType::Q8_0:
+    return 7; // MOSTLY_Q8_0
+  case ElementType::BF16:
+    return 32; // MOSTLY_BF16
+  }
+  return 0;
+}
+
+} // namespace kiln::formats
