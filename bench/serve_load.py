@@ -12,7 +12,7 @@ token p50/p99 and the aggregate generated tokens/s.
     bench/serve_load.py --llama-server /work/ext/llama.cpp/build/bin/llama-server
 
 llama-server is started as `llama-server -m MODEL.gguf --port P -np N -c
-N*CTX -t THREADS` (N: the most clients); its code and binaries stay outside
+N*CTX -t THREADS` (N: the most clients, CTX: --slot-context); its code and binaries stay outside
 this repository. Numbers from both come from the same client code.
 """
 
@@ -90,6 +90,9 @@ def main():
                    "(default: a temporary directory)")
     p.add_argument("--llama-server", help="llama.cpp's llama-server binary: "
                    "benchmark it too, on the same GGUF")
+    p.add_argument("--slot-context", type=int, default=512,
+                   help="llama-server's context per parallel slot (its -c is "
+                   "this times the most clients)")
     p.add_argument("--json", help="write every figure here")
     a = p.parse_args()
 
@@ -116,7 +119,7 @@ def main():
 
     if a.llama_server:
         port = 18000 + os.getpid() % 1000
-        ctx = 4096
+        ctx = a.slot_context
         cmd = [a.llama_server, "-m", gguf, "--host", "127.0.0.1", "--port",
                str(port), "-np", str(max(levels)), "-c",
                str(ctx * max(levels)), "--log-disable"]
