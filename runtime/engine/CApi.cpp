@@ -27,7 +27,6 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <typeinfo>
 #include <vector>
 
 using namespace kiln::runtime;
@@ -107,12 +106,8 @@ kiln_status guarded(const char *function, Body &&body) noexcept {
     return fail(KILN_ERROR_INVALID_ARGUMENT, function, e.what());
   } catch (const std::out_of_range &e) { // a token id outside the vocabulary
     return fail(KILN_ERROR_INVALID_ARGUMENT, function, e.what());
-  } catch (const std::logic_error &e) {
-    // Engine::submit throws a plain std::logic_error (no subclass) once it
-    // is shutting down; other logic errors are bugs.
-    if (typeid(e) == typeid(std::logic_error))
-      return fail(KILN_ERROR_SHUT_DOWN, function, e.what());
-    return fail(KILN_ERROR_INTERNAL, function, e.what());
+  } catch (const EngineStoppedError &e) {
+    return fail(KILN_ERROR_SHUT_DOWN, function, e.what());
   } catch (const std::exception &e) {
     return fail(KILN_ERROR_INTERNAL, function, e.what());
   } catch (...) {

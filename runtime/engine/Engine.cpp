@@ -164,8 +164,8 @@ RequestId Engine::submit(GenerationRequest spec,
 
   std::lock_guard<std::mutex> lock(mutex);
   if (stopping)
-    throw std::logic_error("engine: it is shutting down and takes no new "
-                           "requests");
+    throw EngineStoppedError("engine: it is shutting down and takes no new "
+                             "requests");
   // Requests not yet running, less those the free slots will take in.
   int32_t waitingForSlot =
       queuedCount - std::max(0, scheduler->slotCount() - snapshot.running);

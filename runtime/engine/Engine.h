@@ -126,6 +126,12 @@ struct EngineOptions {
   int32_t maxQueued = 0;
 };
 
+/// submit() after shutdown() began.
+class EngineStoppedError : public std::logic_error {
+public:
+  using std::logic_error::logic_error;
+};
+
 /// submit() when the wait queue is full.
 class EngineBusyError : public std::runtime_error {
 public:
@@ -145,7 +151,7 @@ public:
   /// Queues a request. Throws std::invalid_argument naming what is wrong
   /// (sampling settings, a prompt longer than the context or than the whole
   /// KV cache, an empty prompt), EngineBusyError when the wait queue is
-  /// full, and std::logic_error after shutdown(). Other requests are
+  /// full, and EngineStoppedError after shutdown(). Other requests are
   /// unaffected. A sequence that outgrows the whole KV cache while it
   /// generates ends with FinishReason::Error.
   /// The stream is null when the request has a callback.
