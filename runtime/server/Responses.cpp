@@ -25,10 +25,8 @@ std::string errorBody(const ApiError &error) {
   return dumpJson(body);
 }
 
-json finishReasonJson(FinishReason reason) {
+const char *openAiFinishReason(FinishReason reason) {
   switch (reason) {
-  case FinishReason::None:
-    return nullptr;
   case FinishReason::StopToken:
   case FinishReason::StopString:
     return "stop";
@@ -38,8 +36,16 @@ json finishReasonJson(FinishReason reason) {
     return "cancelled";
   case FinishReason::Error:
     return "error";
+  case FinishReason::None:
+    break;
   }
-  return nullptr;
+  return "";
+}
+
+json finishReasonJson(FinishReason reason) {
+  if (reason == FinishReason::None)
+    return nullptr;
+  return openAiFinishReason(reason);
 }
 
 json usageJson(int32_t promptTokens, int32_t completionTokens) {

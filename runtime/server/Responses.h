@@ -47,7 +47,9 @@ std::string dumpJson(const nlohmann::json &value);
 std::string errorBody(const ApiError &error);
 
 /// OpenAI's finish_reason: "stop" (a stop token or string), "length",
-/// "cancelled" or "error"; null while generating.
+/// "cancelled" or "error"; "" while generating.
+const char *openAiFinishReason(FinishReason reason);
+/// The same as JSON: null while generating.
 nlohmann::json finishReasonJson(FinishReason reason);
 
 nlohmann::json usageJson(int32_t promptTokens, int32_t completionTokens);

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sys/socket.h>
@@ -67,23 +68,6 @@ bool constantTimeEqual(const std::string &a, const std::string &b) {
     diff |= x ^ y;
   }
   return diff == 0;
-}
-
-const char *finishText(FinishReason reason) {
-  switch (reason) {
-  case FinishReason::StopToken:
-  case FinishReason::StopString:
-    return "stop";
-  case FinishReason::Length:
-    return "length";
-  case FinishReason::Cancelled:
-    return "cancelled";
-  case FinishReason::Error:
-    return "error";
-  case FinishReason::None:
-    break;
-  }
-  return "";
 }
 
 void reply(httplib::Response &res, int status, const std::string &body) {
@@ -157,6 +141,11 @@ struct Server::Impl {
 
   /// A chat over the served template.
   std::unique_ptr<Chat> makeChat() const;
+  /// Renders `messages` with the served template into its text and token
+  /// ids; a 400 naming `messages` when the template refuses them.
+  std::optional<ApiError> renderChat(const std::vector<ChatMessage> &messages,
+                                     std::string &rendered,
+                                     std::vector<int32_t> &ids) const;
   /// False (and the 404 written) when `model` names another model.
   bool checkModel(const std::string &model, httplib::Response &res);
   std::string newId(bool chat);
@@ -208,6 +197,24 @@ std::unique_ptr<Chat> Server::Impl::makeChat() const {
   if (chatTemplate.empty())
     return std::make_unique<Chat>(tokenizer);
   return std::make_unique<Chat>(tokenizer, chatTemplate, chatTemplateName);
+}
+
+std::optional<ApiError>
+Server::Impl::renderChat(const std::vector<ChatMessage> &messages,
+                         std::string &rendered,
+                         std::vector<int32_t> &ids) const {
+  try {
+    std::unique_ptr<Chat> conversation = makeChat();
+    for (const ChatMessage &m : messages)
+      conversation->addMessage(m.role, m.content);
+    rendered = conversation->prompt();
+    ids = conversation->encodePrompt();
+  } catch (const std::exception &e) {
+    return apiError(
+        400, std::string("the chat template refused the messages: ") + e.what(),
+        "invalid_request_error", "messages");
+  }
+  return std::nullopt;
 }
 
 bool Server::Impl::checkModel(const std::string &model,
@@ -504,19 +511,8 @@ void Server::Impl::completion(const httplib::Request &req,
   std::vector<int32_t> ids;
   std::string rendered;
   if (chat) {
-    try {
-      std::unique_ptr<Chat> conversation = makeChat();
-      for (const ChatMessage &m : r.messages)
-        conversation->addMessage(m.role, m.content);
-      rendered = conversation->prompt();
-      ids = conversation->encodePrompt();
-    } catch (const std::exception &e) {
-      return replyError(res, apiError(400,
-                                      std::string("the chat template refused "
-                                                  "the messages: ") +
-                                          e.what(),
-                                      "invalid_request_error", "messages"));
-    }
+    if (std::optional<ApiError> error = renderChat(r.messages, rendered, ids))
+      return replyError(res, *error);
   } else if (r.promptIsIds) {
     ids = r.promptIds;
   } else {
@@ -644,7 +640,7 @@ void Server::Impl::completion(const httplib::Request &req,
   }
   untrack(id);
   current.generatedTokens = last.generatedTokens;
-  current.finish = finishText(last.finish);
+  current.finish = openAiFinishReason(last.finish);
   if (std::optional<ApiError> error = finishError(last))
     return replyError(res, *error);
   json usage = usageJson(last.promptTokens, last.generatedTokens);
@@ -705,7 +701,7 @@ bool StreamState::pump(httplib::DataSink &sink) {
   }
 
   current.generatedTokens = event.generatedTokens;
-  current.finish = finishText(event.finish);
+  current.finish = openAiFinishReason(event.finish);
   if (std::optional<ApiError> error = finishError(event)) {
     current.error = error->code;
     if (!event.text.empty() &&
@@ -753,19 +749,8 @@ void Server::Impl::tokenize(const httplib::Request &req,
   std::vector<int32_t> ids;
   std::string prompt = r.prompt;
   if (r.chat) {
-    try {
-      std::unique_ptr<Chat> conversation = makeChat();
-      for (const ChatMessage &m : r.messages)
-        conversation->addMessage(m.role, m.content);
-      prompt = conversation->prompt();
-      ids = conversation->encodePrompt();
-    } catch (const std::exception &e) {
-      return replyError(res, apiError(400,
-                                      std::string("the chat template refused "
-                                                  "the messages: ") +
-                                          e.what(),
-                                      "invalid_request_error", "messages"));
-    }
+    if (std::optional<ApiError> error = renderChat(r.messages, prompt, ids))
+      return replyError(res, *error);
   } else {
     ids = tokenizer.encode(r.prompt, r.addSpecialTokens);
   }
