@@ -123,11 +123,13 @@ def prepare(a, work):
                 gguf = None  # Kiln packs the f32 file as bf16; llama.cpp skips
         artifact = work / f"{a.config}-{dtype}.kiln"
         source = gguf or f32
-        # Kiln multiplies bf16 in bf16; it widens Q8_0/Q4_0 to f32 (a notice).
-        kiln_dtype = "bf16" if dtype == "bf16" else "f32"
+        # Kiln keeps each file's types (bf16 multiplied in bf16, Q8_0/Q4_0
+        # blocks read in place); bf16 without llama-quantize is its --dtype
+        # bf16 of the f32 file.
+        dtype_args = ["--dtype", "bf16"] if dtype == "bf16" and gguf is None else []
         # Always through kiln compile: its cache (keyed by the model and the
         # kiln executable) makes this a copy unless Kiln or the file changed.
-        run([a.kiln, "compile", source, "--dtype", kiln_dtype, "-o", artifact, "-q"])
+        run([a.kiln, "compile", source, *dtype_args, "-o", artifact, "-q"])
         cells.append(Cell(dtype, gguf, artifact,
                           llama=bool(a.llama_bench and gguf),
                           pytorch=not a.no_pytorch and dtype in ("f32", "bf16")))

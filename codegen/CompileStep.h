@@ -22,7 +22,7 @@ namespace kiln::codegen {
 
 struct CompileStepOptions {
   target::TargetDescription target;
-  PackedType weightType = PackedType::F32;
+  std::optional<PackedType> weightType; ///< EmitOptions::weightType
   /// The KV cache's element type (EmitOptions::cacheType).
   PackedType cacheType = PackedType::F32;
   /// Where sources, objects, the library and the packed weights go.

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,9 @@ struct EmittedStep {
 };
 
 struct EmitOptions {
-  PackedType weightType = PackedType::F32;
+  /// The type every GEMM weight is packed as (`kiln compile --dtype`), or
+  /// none: each keeps its own element type (Q8_0/Q4_0 blocks read in place).
+  std::optional<PackedType> weightType;
   /// How the KV cache stores keys and values (`kiln compile --kv-type`): a
   /// storage choice, like the weights', that the IR's f32 cache type does
   /// not state. Kernels widen what they read to f32.

@@ -8,6 +8,7 @@
 
 #include "frontends/formats/ElementType.h"
 #include "ir/KilnOps.h"
+#include "ir/KilnTypes.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -25,12 +26,36 @@ llvm::StringRef packedTypeName(PackedType type) {
     return "f16";
   case PackedType::BF16:
     return "bf16";
+  case PackedType::Q8_0:
+    return "q8_0";
+  case PackedType::Q4_0:
+    return "q4_0";
   }
   return "?";
 }
 
 int64_t packedTypeBytes(PackedType type) {
   return type == PackedType::F32 ? 4 : 2;
+}
+
+bool isQuantized(PackedType type) {
+  return type == PackedType::Q8_0 || type == PackedType::Q4_0;
+}
+
+PackedType packedTypeOf(Type elementType) {
+  if (elementType.isF16())
+    return PackedType::F16;
+  if (elementType.isBF16())
+    return PackedType::BF16;
+  if (isa<Q8_0Type>(elementType))
+    return PackedType::Q8_0;
+  if (isa<Q4_0Type>(elementType))
+    return PackedType::Q4_0;
+  return PackedType::F32;
+}
+
+int64_t quantizedBlockBytes(PackedType type) {
+  return type == PackedType::Q8_0 ? 34 : 18;
 }
 
 WeightPacker::WeightPacker(WeightProvider &provider, const std::string &path)
@@ -70,6 +95,51 @@ std::vector<float> WeightPacker::read(Value weight, std::string &name) {
                            text);
 }
 
+std::vector<uint8_t> WeightPacker::readBlocks(Value weight, PackedType type,
+                                              std::string &name) {
+  auto tensor = cast<RankedTensorType>(weight.getType());
+  if (auto op = weight.getDefiningOp<WeightOp>()) {
+    name = op.getName().str();
+    if (packedTypeOf(tensor.getElementType()) != type)
+      throw std::runtime_error("codegen: weight '" + name + "' is not " +
+                               packedTypeName(type).str() + " blocks");
+    int64_t bytes =
+        tensor.getNumElements() / kQuantBlock * quantizedBlockBytes(type);
+    const uint8_t *data = provider.getBlocks(name, tensor);
+    return std::vector<uint8_t>(data, data + bytes);
+  }
+  if (auto concat = weight.getDefiningOp<ConcatOp>();
+      concat && concat.getAxis() == 0) {
+    std::vector<uint8_t> all;
+    for (Value piece : concat.getInputs()) {
+      std::string pieceName;
+      std::vector<uint8_t> part = readBlocks(piece, type, pieceName);
+      all.insert(all.end(), part.begin(), part.end());
+      name += (name.empty() ? "" : "+") + pieceName;
+    }
+    return all;
+  }
+  std::vector<float> unused = read(weight, name); // throws, naming the op
+  throw std::runtime_error("codegen: weight '" + name + "' has no blocks");
+}
+
+void WeightPacker::describe(const std::string &name, const char *layout,
+                            int64_t rows, int64_t cols, int64_t nr,
+                            PackedType type, const char *pairs,
+                            int64_t offset) {
+  runtime::PackedWeight entry;
+  entry.name = name;
+  entry.layout = layout;
+  entry.rows = rows;
+  entry.cols = cols;
+  entry.panelRows = nr;
+  entry.type = packedTypeName(type).str();
+  entry.pairs = pairs;
+  entry.offset = offset;
+  entry.bytes = size - offset;
+  described.push_back(entry);
+}
+
 int64_t WeightPacker::append(const void *data, int64_t bytes) {
   // Every entry starts on a cache line (and so is vector-aligned).
   static const char zeros[64] = {};
@@ -89,6 +159,9 @@ int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type,
                                  PanelLayout layout, int64_t lanes) {
   auto shape = cast<RankedTensorType>(weight.getType()).getShape();
   int64_t n = shape[0], k = shape[1];
+  if (isQuantized(type))
+    throw std::runtime_error("codegen: quantized panels are packed by "
+                             "packQuantizedPanels");
   if (layout != PanelLayout::Plain && type != PackedType::BF16)
     throw std::runtime_error("codegen: pair layouts are for bf16 panels");
   if (layout == PanelLayout::LanePairs && (lanes <= 0 || nr % (2 * lanes)))
@@ -139,19 +212,57 @@ int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type,
     offset = append(narrow.data(), int64_t(narrow.size()) * 2);
   }
   packed[key] = offset;
-  runtime::PackedWeight entry;
-  entry.name = name;
-  entry.layout = "panels";
-  entry.rows = n;
-  entry.cols = k;
-  entry.panelRows = nr;
-  entry.type = packedTypeName(type).str();
-  entry.pairs = layout == PanelLayout::LanePairs ? "lane"
-                : layout == PanelLayout::KPairs  ? "k"
-                                                 : "";
-  entry.offset = offset;
-  entry.bytes = size - offset;
-  described.push_back(entry);
+  describe(name, "panels", n, k, nr, type,
+           layout == PanelLayout::LanePairs ? "lane"
+           : layout == PanelLayout::KPairs  ? "k"
+                                            : "",
+           offset);
+  return offset;
+}
+
+int64_t WeightPacker::packQuantizedPanels(Value weight, int64_t nr,
+                                          PackedType type) {
+  if (!isQuantized(type))
+    throw std::runtime_error("codegen: packQuantizedPanels takes q8_0 or q4_0");
+  auto shape = cast<RankedTensorType>(weight.getType()).getShape();
+  int64_t n = shape[0], k = shape[1];
+  std::string name;
+  std::vector<uint8_t> blocks = readBlocks(weight, type, name);
+  std::string key =
+      (name + "|qpanels" + llvm::Twine(nr) + "|" + packedTypeName(type)).str();
+  if (auto it = packed.find(key); it != packed.end())
+    return it->second;
+  if (k % kQuantBlock != 0)
+    throw std::runtime_error("codegen: weight '" + name + "' has rows of " +
+                             std::to_string(k) + " values, not whole " +
+                             packedTypeName(type).str() + " blocks of 32");
+  // Per panel and block: nr scales, then the levels in groups of 4 bytes
+  // per row (docs/artifact.md, "Quantized panels"). Rows past n stay zero.
+  const int64_t bb = quantizedBlockBytes(type), kb = k / kQuantBlock;
+  const int64_t panels = (n + nr - 1) / nr;
+  std::vector<uint8_t> out(size_t(panels * kb * nr * bb), 0);
+  for (int64_t row = 0; row < n; ++row) {
+    int64_t p = row / nr, c = row % nr;
+    for (int64_t b = 0; b < kb; ++b) {
+      const uint8_t *src = blocks.data() + (row * kb + b) * bb;
+      uint8_t *dst = out.data() + (p * kb + b) * nr * bb;
+      dst[2 * c] = src[0]; // the f16 scale, little-endian
+      dst[2 * c + 1] = src[1];
+      uint8_t *levels = dst + 2 * nr + 4 * c;
+      if (type == PackedType::Q8_0) {
+        for (int64_t g = 0; g < 8; ++g) // q + 128: the unsigned operand
+          for (int64_t i = 0; i < 4; ++i)
+            levels[g * 4 * nr + i] = uint8_t(src[2 + 4 * g + i] ^ 0x80);
+      } else {
+        for (int64_t chunk = 0; chunk < 4; ++chunk)
+          for (int64_t i = 0; i < 4; ++i)
+            levels[chunk * 4 * nr + i] = src[2 + 4 * chunk + i];
+      }
+    }
+  }
+  int64_t offset = append(out.data(), int64_t(out.size()));
+  packed[key] = offset;
+  describe(name, "panels", n, k, nr, type, "", offset);
   return offset;
 }
 
@@ -164,15 +275,9 @@ int64_t WeightPacker::packPlain(Value weight) {
   int64_t offset = append(w.data(), int64_t(w.size()) * 4);
   packed[key] = offset;
   auto shape = cast<RankedTensorType>(weight.getType()).getShape();
-  runtime::PackedWeight entry;
-  entry.name = name;
-  entry.layout = "rows";
-  entry.rows = shape.empty() ? 1 : shape[0];
-  entry.cols = int64_t(w.size()) / std::max<int64_t>(entry.rows, 1);
-  entry.type = "f32";
-  entry.offset = offset;
-  entry.bytes = size - offset;
-  described.push_back(entry);
+  int64_t rows = shape.empty() ? 1 : shape[0];
+  describe(name, "rows", rows, int64_t(w.size()) / std::max<int64_t>(rows, 1),
+           0, PackedType::F32, "", offset);
   return offset;
 }
 

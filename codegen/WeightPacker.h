@@ -12,7 +12,9 @@
 //
 // Weights packed by kiln.concat (the QKV rule's packed projection) are
 // concatenated here, once. Element type: f32, or f16 / bf16 for GEMM panels
-// (--dtype), rounded to nearest even.
+// rounded to nearest even, or Q8_0 / Q4_0 blocks kept as the model file (or
+// `--quantize`) made them, interleaved across the panel's rows
+// (docs/artifact.md, "Quantized panels"): the kernels read them in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,7 +34,9 @@
 
 namespace kiln::codegen {
 
-enum class PackedType { F32, F16, BF16 };
+/// How a packed GEMM weight (or the KV cache, float types only) stores its
+/// elements.
+enum class PackedType { F32, F16, BF16, Q8_0, Q4_0 };
 
 /// How the values of one k row of a panel are ordered.
 enum class PanelLayout {
@@ -49,8 +53,19 @@ enum class PanelLayout {
 };
 
 llvm::StringRef packedTypeName(PackedType type);
-/// Bytes of one element.
-int64_t packedTypeBytes(PackedType type);
+/// Whether `type` is a block-quantized one (Q8_0, Q4_0).
+bool isQuantized(PackedType type);
+/// The packed type that keeps `elementType` (an IR weight element type:
+/// f32, f16, bf16, !kiln.q8_0, !kiln.q4_0) as it is.
+PackedType packedTypeOf(mlir::Type elementType);
+
+/// Quantized panels (docs/artifact.md): per panel of nr rows and block of 32
+/// columns, nr f16 scales, then the levels as unsigned bytes, 4 per row and
+/// group of 4 columns: Q8_0's 8 groups hold q + 128, Q4_0's 4 chunks hold the
+/// block's nibble bytes [4p, 4p + 4) as GGUF stores them.
+constexpr int64_t kQuantBlock = 32;
+/// Bytes of one row's block: 34 (Q8_0) or 18 (Q4_0).
+int64_t quantizedBlockBytes(PackedType type);
 
 /// Writes packed weights to a file as they are requested; remembers where
 /// each went so a weight read by several kernels the same way is stored
@@ -65,6 +80,10 @@ public:
   int64_t packPanels(mlir::Value weight, int64_t nr, PackedType type,
                      PanelLayout layout = PanelLayout::Plain,
                      int64_t lanes = 0);
+  /// Offset of `weight` (block-quantized, as `type`: Q8_0 or Q4_0, its
+  /// element type) as quantized panels of `nr` rows. Throws naming the
+  /// weight when its blocks are of another type.
+  int64_t packQuantizedPanels(mlir::Value weight, int64_t nr, PackedType type);
   /// Offset of `weight` row-major as f32.
   int64_t packPlain(mlir::Value weight);
 
@@ -80,6 +99,14 @@ private:
   /// The f32 values of `weight`, row-major (concatenating kiln.concat
   /// pieces). Throws on anything else.
   std::vector<float> read(mlir::Value weight, std::string &name);
+  /// The GGUF blocks of `weight` (a kiln.weight or a concat of them along
+  /// axis 0), rows one after another; each piece must be `type`.
+  std::vector<uint8_t> readBlocks(mlir::Value weight, PackedType type,
+                                  std::string &name);
+  /// Records a packed entry for the manifest.
+  void describe(const std::string &name, const char *layout, int64_t rows,
+                int64_t cols, int64_t nr, PackedType type, const char *pairs,
+                int64_t offset);
   int64_t append(const void *data, int64_t bytes);
 
   WeightProvider &provider;

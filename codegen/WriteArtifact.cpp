@@ -87,9 +87,24 @@ std::string librarySourceDirectory(const target::TargetDescription &target) {
   return target.name;
 }
 
+/// The manifest's "weights.type": the GEMM panels' types, "+"-joined in
+/// first-use order ("q4_0+q8_0" for a mixed model), or f32 when there are
+/// none.
+static std::string
+weightTypesSummary(const std::vector<runtime::PackedWeight> &entries) {
+  std::vector<std::string> types;
+  for (const runtime::PackedWeight &entry : entries)
+    if (entry.layout == "panels" &&
+        std::find(types.begin(), types.end(), entry.type) == types.end())
+      types.push_back(entry.type);
+  std::string summary;
+  for (const std::string &type : types)
+    summary += (summary.empty() ? "" : "+") + type;
+  return summary.empty() ? "f32" : summary;
+}
+
 void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
-                   PackedType weightType, const ArtifactModelInfo &model,
-                   const std::string &path) {
+                   const ArtifactModelInfo &model, const std::string &path) {
   if (libraries.empty())
     throw std::runtime_error(path + ": an artifact needs a step library");
   // Least demanding first: a reader that knows only the "code" and "weights"
@@ -183,7 +198,7 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
                      {{"spec", target.spec()},
                       {"cpu_features", requiredCpuFeatures(target)}}},
                     {"weights",
-                     {{"type", packedTypeName(weightType).str()},
+                     {{"type", weightTypesSummary(compiled.weightEntries)},
                       {"bytes", compiled.weightsBytes},
                       {"entries", weightEntriesJson(compiled.weightEntries)}}},
                     {"step",
@@ -240,8 +255,7 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
 void writeArtifact(ModuleOp module, const CompiledStep &compiled,
                    const CompileStepOptions &options,
                    const ArtifactModelInfo &model, const std::string &path) {
-  writeArtifact(module, {{options.target, &compiled}}, options.weightType,
-                model, path);
+  writeArtifact(module, {{options.target, &compiled}}, model, path);
 }
 
 } // namespace kiln::codegen

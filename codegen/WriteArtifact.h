@@ -46,8 +46,7 @@ struct ArtifactLibrary {
 /// naming the file on failure.
 void writeArtifact(mlir::ModuleOp module,
                    std::vector<ArtifactLibrary> libraries,
-                   PackedType weightType, const ArtifactModelInfo &model,
-                   const std::string &path);
+                   const ArtifactModelInfo &model, const std::string &path);
 
 /// Writes the artifact for `compiled` (the step of `module`, compiled with
 /// `options`) to `path`: one step library.

@@ -31,13 +31,9 @@ FileWeightProvider::forModule(ModuleOp module, const std::string &baseDir) {
       toWeightFileFormat(source.getFormat()), path.string()));
 }
 
-const float *FileWeightProvider::getWeight(llvm::StringRef nameRef,
-                                           RankedTensorType type) {
-  std::string name = nameRef.str();
-  auto cached = dequantized.find(name);
-  if (cached != dequantized.end())
-    return cached->second.data();
-
+const formats::TensorInfo &
+FileWeightProvider::checkedTensor(const std::string &name,
+                                  RankedTensorType type) const {
   const formats::TensorInfo *info = file->find(name);
   if (!info)
     throw FormatError(file->path(), "tensor '" + name + "' is not in the file");
@@ -51,12 +47,34 @@ const float *FileWeightProvider::getWeight(llvm::StringRef nameRef,
                       "tensor '" + name + "' is stored as " +
                           formats::elementTypeName(info->type) +
                           ", which is not the element type the IR declares");
-  const uint8_t *bytes = file->data(*info);
-  if (info->type == formats::ElementType::F32 &&
+  return *info;
+}
+
+const float *FileWeightProvider::getWeight(llvm::StringRef nameRef,
+                                           RankedTensorType type) {
+  std::string name = nameRef.str();
+  auto cached = dequantized.find(name);
+  if (cached != dequantized.end())
+    return cached->second.data();
+
+  const formats::TensorInfo &info = checkedTensor(name, type);
+  const uint8_t *bytes = file->data(info);
+  if (info.type == formats::ElementType::F32 &&
       reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0)
     return reinterpret_cast<const float *>(bytes);
   std::vector<float> &values = dequantized[name];
-  values.resize(info->numElements());
-  formats::dequantize(info->type, bytes, values.data(), info->numElements());
+  values.resize(info.numElements());
+  formats::dequantize(info.type, bytes, values.data(), info.numElements());
   return values.data();
+}
+
+const uint8_t *FileWeightProvider::getBlocks(llvm::StringRef nameRef,
+                                             RankedTensorType type) {
+  std::string name = nameRef.str();
+  const formats::TensorInfo &info = checkedTensor(name, type);
+  if (formats::blockSize(info.type) == 1)
+    throw FormatError(file->path(), "tensor '" + name + "' is stored as " +
+                                        formats::elementTypeName(info.type) +
+                                        ", not in quantized blocks");
+  return file->data(info);
 }

@@ -39,9 +39,18 @@ public:
   const float *getWeight(llvm::StringRef name,
                          mlir::RankedTensorType type) override;
 
+  /// The tensor's blocks straight from the mapping (its declared element
+  /// type must be block-quantized); throws FormatError as getWeight does.
+  const uint8_t *getBlocks(llvm::StringRef name,
+                           mlir::RankedTensorType type) override;
+
   const formats::WeightFile &weightFile() const { return *file; }
 
 private:
+  /// The tensor `name`, checked against its declared type.
+  const formats::TensorInfo &checkedTensor(const std::string &name,
+                                           mlir::RankedTensorType type) const;
+
   std::unique_ptr<formats::WeightFile> file;
   std::map<std::string, std::vector<float>> dequantized;
 };

@@ -35,7 +35,7 @@ struct StepLibraryManifest {
   std::vector<std::string> cpuFeatures; ///< features the code needs
   std::string codeSection;              ///< "code", "code.avx2", ...
   std::string weightsSection;           ///< "weights", "weights.avx2", ...
-  std::string weightType;               ///< f32, f16 or bf16
+  std::string weightType; ///< the panels' types: f32, bf16, q4_0+q8_0...
   /// Every packed tensor, in section order.
   std::vector<PackedWeight> weightEntries;
   int64_t maxTokens = 0, arenaBytes = 0;
@@ -50,7 +50,7 @@ struct ArtifactManifest {
   // CompiledModel::manifest(), the one the model runs.
   std::string target;                   ///< target spec it was compiled for
   std::vector<std::string> cpuFeatures; ///< features the code needs
-  std::string weightType;               ///< f32, f16 or bf16
+  std::string weightType; ///< the panels' types: f32, bf16, q4_0+q8_0...
   int64_t maxTokens = 0, arenaBytes = 0;
   std::vector<std::string> kernels;
   /// Every step library, least demanding first; at least one. An artifact

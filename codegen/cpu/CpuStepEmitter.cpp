@@ -126,7 +126,18 @@ private:
   void call(Operation *op, const std::string &kernel,
             const std::vector<std::string> &arguments,
             const std::string &prelude = "");
+  /// How a GEMM's weight is packed: type, panel rows and layout.
+  struct GemmPacking {
+    PackedType type = PackedType::F32;
+    int64_t nr = 0;
+    PanelLayout layout = PanelLayout::Plain;
+    std::string wtype; // the kernel's packed element
+  };
+  GemmPacking gemmPacking(Operation *op, PackedType type, int64_t nr = 0);
+  PackedType storedType(Value weight) const;
+  int64_t packGemmWeight(Value weight, const GemmPacking &packing);
   void emitGemm(Operation *op);
+  void emitEmbedding(EmbeddingOp op);
   void emitAttention(AttentionOp op);
   void emitRope(RopeOp op);
   void emitUnary(Operation *op, const std::string &kind,
@@ -158,6 +169,10 @@ private:
   llvm::StringMap<size_t> kernelByKey;
   std::string calls;
   std::vector<std::string> callNames;
+  /// GEMM weights read straight from a kiln.weight, by name: where a tied
+  /// classifier's table is also an embedding's, the embedding reads the
+  /// GEMM's panels and the table is stored once.
+  llvm::StringMap<Operation *> gemmByWeight;
 };
 
 //===----------------------------------------------------------------------===//
@@ -413,6 +428,75 @@ Instance CpuStepEmitter::cacheKernel(Operation *op, Type cacheType,
   return instance;
 }
 
+/// The type a weight is packed as: --dtype's where given (float types
+/// only), else the weight's own element type (a concatenation's pieces share
+/// it: kiln.concat's verifier).
+PackedType CpuStepEmitter::storedType(Value weight) const {
+  if (options.weightType)
+    return *options.weightType;
+  return packedTypeOf(
+      cast<RankedTensorType>(weight.getType()).getElementType());
+}
+
+/// The panel rows, type and layout of a GEMM op's weights as `type`: `nr`
+/// rows per panel, or (0) the op's tiles' nr.
+CpuStepEmitter::GemmPacking
+CpuStepEmitter::gemmPacking(Operation *op, PackedType type, int64_t nr) {
+  GemmPacking packing;
+  packing.type = type;
+  packing.nr = nr ? nr : tile(op, "prefill", "nr");
+  int64_t vectorFloats = target.cpu().vectorFloats();
+  if (packing.nr % vectorFloats != 0 ||
+      (!nr && tile(op, "decode", "nr") != packing.nr))
+    unsupported(op, "nr must be a multiple of the vector width (" +
+                        str(vectorFloats) +
+                        ") and the same in both phases (one packed layout)");
+  // bf16 panels multiply in bf16 dot products (vdpbf16ps) where the
+  // target has them: weights and activations as pairs along K. Otherwise
+  // panels with an even number of vectors per row load as lane pairs.
+  if (type == PackedType::BF16) {
+    if (target.cpu().avx512bf16 && vectorFloats == 16)
+      packing.layout = PanelLayout::KPairs;
+    else if ((packing.nr / vectorFloats) % 2 == 0)
+      packing.layout = PanelLayout::LanePairs;
+  }
+  switch (type) {
+  case PackedType::F32:
+    packing.wtype = "float";
+    break;
+  case PackedType::F16:
+    packing.wtype = "_Float16";
+    break;
+  case PackedType::BF16:
+    packing.wtype = "kiln::kernels::bf16";
+    break;
+  case PackedType::Q8_0:
+  case PackedType::Q4_0:
+    packing.wtype = "uint8_t";
+    break;
+  }
+  return packing;
+}
+
+/// The weights-section offset of `weight` packed as `packing` says.
+int64_t CpuStepEmitter::packGemmWeight(Value weight,
+                                       const GemmPacking &packing) {
+  if (isQuantized(packing.type))
+    return packer->packQuantizedPanels(weight, packing.nr, packing.type);
+  return packer->packPanels(weight, packing.nr, packing.type, packing.layout,
+                            target.cpu().vectorFloats());
+}
+
+/// The Config line naming a kernel's quantized weight format.
+static std::string quantLine(PackedType type) {
+  const char *name = type == PackedType::Q8_0   ? "Q8_0"
+                     : type == PackedType::Q4_0 ? "Q4_0"
+                                                : "None";
+  return std::string("static constexpr kiln::kernels::Quant QUANT = "
+                     "kiln::kernels::Quant::") +
+         name + ";\n";
+}
+
 void CpuStepEmitter::emitGemm(Operation *op) {
   Value input, weight, up, bias, residual, normWeight;
   FloatAttr normEpsilon;
@@ -454,25 +538,18 @@ void CpuStepEmitter::emitGemm(Operation *op) {
   }
   auto weightType = cast<RankedTensorType>(weight.getType());
   int64_t n = weightType.getDimSize(0), k = weightType.getDimSize(1);
-  int64_t nr = tile(op, "prefill", "nr");
-  if (nr % target.cpu().vectorFloats() != 0 || tile(op, "decode", "nr") != nr)
-    unsupported(op, "nr must be a multiple of the vector width (" +
-                        str(target.cpu().vectorFloats()) +
-                        ") and the same in both phases (one packed layout)");
-
-  PackedType packed = options.weightType;
-  std::string wtype = packed == PackedType::F32   ? "float"
-                      : packed == PackedType::F16 ? "_Float16"
-                                                  : "kiln::kernels::bf16";
+  // swiglu's gate and up share one kernel, so one type: where a mixed model
+  // stores them differently, both are widened to f32.
+  PackedType packed = storedType(weight);
+  if (up && storedType(up) != packed)
+    packed = PackedType::F32;
+  GemmPacking packing = gemmPacking(op, packed);
+  int64_t nr = packing.nr;
+  const std::string &wtype = packing.wtype;
   int64_t mr = tile(op, "prefill", "mr");
-  int64_t vectorFloats = target.cpu().vectorFloats();
-  // bf16 panels multiply in bf16 dot products (vdpbf16ps) where the
-  // target has them: weights and activations as pairs along K. Otherwise
-  // panels with an even number of vectors per row load as lane pairs.
-  bool bf16Dot = packed == PackedType::BF16 && target.cpu().avx512bf16 &&
-                 vectorFloats == 16;
-  bool bf16Pairs =
-      packed == PackedType::BF16 && !bf16Dot && (nr / vectorFloats) % 2 == 0;
+  bool bf16Dot = packing.layout == PanelLayout::KPairs;
+  bool bf16Pairs = packing.layout == PanelLayout::LanePairs;
+  bool quantized = isQuantized(packed);
   Instance gemm;
   gemm.kind = up ? "swiglu" : "gemm";
   gemm.header = "kernels/Gemm.h";
@@ -510,10 +587,9 @@ void CpuStepEmitter::emitGemm(Operation *op) {
                    : "0.0f") +
       ";\n"
       "static constexpr bool BF16_PAIRS = " +
-      boolean(bf16Pairs) + ", BF16_DOT = " + boolean(bf16Dot) +
-      ";\n"
-      "using wtype = " +
-      wtype + "; // packed weight element\n";
+      boolean(bf16Pairs) + ", BF16_DOT = " + boolean(bf16Dot) + ";\n" +
+      quantLine(packed) + "using wtype = " + wtype +
+      "; // packed weight element\n";
   gemm.signature =
       "const kiln_step_args *a, int64_t rows, const float *x, const float "
       "*norm_weight, float *scratch, const void *w, const void *w2, const "
@@ -525,22 +601,25 @@ void CpuStepEmitter::emitGemm(Operation *op) {
                         ", packed " + packedTypeName(packed).str() +
                         " in panels of " + str(nr) +
                         (bf16Dot ? " as k pairs (bf16 dot products)" : "") +
+                        (quantized ? " (integer dot products, activations "
+                                     "quantized per block of 32)"
+                                   : "") +
                         "; " + tilesSummary(op);
   std::string name = useKernel(gemm, op, details);
 
   // Scratch (Gemm::scratch_bytes): the normalized rows (f32), the rows as
-  // bf16 pairs for bf16 dot products, swiglu's partial up sums.
+  // bf16 pairs for bf16 dot products, the rows quantized per block (levels,
+  // then each block's scale and offset term), swiglu's partial up sums.
   auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
-  int64_t scratch = (normWeight ? aligned(maxTokens * k * 4) : 0) +
-                    (bf16Dot ? aligned(maxTokens * (k + (k & 1)) * 2) : 0) +
-                    (up ? aligned(maxTokens * n * 4) : 0);
+  int64_t scratch =
+      (normWeight ? aligned(maxTokens * k * 4) : 0) +
+      (bf16Dot ? aligned(maxTokens * (k + (k & 1)) * 2) : 0) +
+      (quantized ? aligned(maxTokens * k) + aligned(maxTokens * (k / 32) * 8)
+                 : 0) +
+      (up ? aligned(maxTokens * n * 4) : 0);
   scratchBytes = std::max(scratchBytes, scratch);
   auto packedPointer = [&](Value w) {
-    PanelLayout layout = bf16Dot     ? PanelLayout::KPairs
-                         : bf16Pairs ? PanelLayout::LanePairs
-                                     : PanelLayout::Plain;
-    return "a->weights + " +
-           str(packer->packPanels(w, nr, packed, layout, vectorFloats));
+    return "a->weights + " + str(packGemmWeight(w, packing));
   };
   call(op, name,
        {rows(input, op), pointer(input, op),
@@ -549,6 +628,68 @@ void CpuStepEmitter::emitGemm(Operation *op) {
         bias ? pointer(bias, op) : "nullptr",
         residual ? pointer(residual, op) : "nullptr",
         pointer(op->getResult(0), op)});
+}
+
+/// kiln.embedding. An f32 table row-major (a row is a memcpy); a table that
+/// a GEMM also reads (a tied classifier) from that GEMM's panels, so it is
+/// stored once; a quantized table as quantized panels, its blocks kept.
+void CpuStepEmitter::emitEmbedding(EmbeddingOp op) {
+  RankedTensorType table = op.getTable().getType();
+  int64_t d = table.getDimSize(1);
+  Instance instance;
+  instance.kind = "embedding";
+  instance.header = "kernels/Gather.h";
+  std::string tableName;
+  if (auto weight = op.getTable().getDefiningOp<WeightOp>())
+    tableName = weight.getName().str();
+  Operation *tied =
+      tableName.empty() ? nullptr : gemmByWeight.lookup(tableName);
+  PackedType type = storedType(op.getTable());
+  std::string tablePointer, details;
+  if (!tied && !isQuantized(type)) {
+    instance.config = "static constexpr int64_t D = " + str(d) + ";\n";
+    instance.signature = "const kiln_step_args *a, int64_t rows, const "
+                         "int32_t *ids, const float *table, float *out";
+    instance.body =
+        "kiln::kernels::embedding<Config>(a, rows, ids, table, out);";
+    tablePointer = weightPlain(op.getTable());
+    details = "table " + typeString(table) + " (stored f32)";
+  } else {
+    GemmPacking packing;
+    if (tied) {
+      // The GEMM's own packing (emitGemm's choice for the same weight), so
+      // the packer returns the panels it already wrote or will write.
+      packing = gemmPacking(tied, type);
+      details = "table " + typeString(table) + " read from " + describe(tied) +
+                "'s " + packedTypeName(type).str() +
+                " panels (a tied classifier, stored once)";
+    } else {
+      packing = gemmPacking(op, type, target.cpu().vectorFloats());
+      details = "table " + typeString(table) + " as " +
+                packedTypeName(type).str() + " panels of " + str(packing.nr);
+    }
+    int layout = packing.layout == PanelLayout::Plain       ? 0
+                 : packing.layout == PanelLayout::LanePairs ? 1
+                                                            : 2;
+    instance.config = "static constexpr int64_t D = " + str(d) +
+                      ";\n"
+                      "static constexpr int NR = " +
+                      str(packing.nr) + ", PANEL_LAYOUT = " + str(layout) +
+                      ", LANES = " + str(target.cpu().vectorFloats()) +
+                      "; // 0 plain, 1 lane pairs, 2 k pairs\n" +
+                      quantLine(packing.type) +
+                      "using wtype = " + packing.wtype + ";\n";
+    instance.signature = "const kiln_step_args *a, int64_t rows, const "
+                         "int32_t *ids, const void *panels, float *out";
+    instance.body = "kiln::kernels::embedding_panels<Config>(a, rows, ids, "
+                    "panels, out);";
+    tablePointer =
+        "a->weights + " + str(packGemmWeight(op.getTable(), packing));
+  }
+  std::string name = useKernel(instance, op, details);
+  call(op, name,
+       {rows(op.getIds(), op), pointer(op.getIds(), op), tablePointer,
+        pointer(op.getResult(), op)});
 }
 
 void CpuStepEmitter::emitAttention(AttentionOp op) {
@@ -886,23 +1027,7 @@ void CpuStepEmitter::emitOp(Operation *op) {
       .Case([&](KVReadOp o) { emitKVRead(o); })
       .Case<AttentionScoresOp, AttentionMaskOp, AttentionOutputOp>(
           [&](Operation *piece) { emitAttentionPiece(piece); })
-      .Case([&](EmbeddingOp o) {
-        RankedTensorType table = o.getTable().getType();
-        Instance instance;
-        instance.kind = "embedding";
-        instance.header = "kernels/Gather.h";
-        instance.config =
-            "static constexpr int64_t D = " + str(table.getDimSize(1)) + ";\n";
-        instance.signature = "const kiln_step_args *a, int64_t rows, const "
-                             "int32_t *ids, const float *table, float *out";
-        instance.body =
-            "kiln::kernels::embedding<Config>(a, rows, ids, table, out);";
-        std::string name = useKernel(
-            instance, op, "table " + typeString(table) + " (stored f32)");
-        call(op, name,
-             {rows(o.getIds(), op), pointer(o.getIds(), op),
-              weightPlain(o.getTable()), pointer(o.getResult(), op)});
-      })
+      .Case([&](EmbeddingOp o) { emitEmbedding(o); })
       .Case([&](KVAppendOp o) {
         Instance instance =
             cacheKernel(op, o.getCache().getType(), "kv_append");
@@ -1007,6 +1132,15 @@ EmittedStep CpuStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
     dimExprs[body.getArgument(i)] = {counts[i]};
   }
   logits = body.getTerminator()->getOperand(0);
+  for (Operation &op : body.getOperations()) {
+    Value weight;
+    if (auto matmul = dyn_cast<MatmulOp>(op))
+      weight = matmul.getWeight();
+    else if (auto fused = dyn_cast<FusedMatmulOp>(op))
+      weight = fused.getWeight();
+    if (auto w = weight ? weight.getDefiningOp<WeightOp>() : WeightOp())
+      gemmByWeight.try_emplace(w.getName(), &op);
+  }
 
   for (Operation &op : body.getOperations()) {
     bindResults(&op);

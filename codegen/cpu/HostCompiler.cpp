@@ -48,6 +48,8 @@ std::vector<std::string> targetFlags(const target::TargetDescription &target) {
     break;
   case target::CpuIsa::AVX2:
     flags = {"-mavx2", "-mfma", "-mf16c"};
+    if (cpu.avxvnni)
+      flags.push_back("-mavxvnni");
     break;
   case target::CpuIsa::AVX512:
     flags = {"-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq",
@@ -69,6 +71,8 @@ requiredCpuFeatures(const target::TargetDescription &target) {
   std::vector<std::string> features;
   if (cpu.isa == target::CpuIsa::AVX2 || cpu.isa == target::CpuIsa::AVX512)
     features = {"avx2", "fma", "f16c"};
+  if (cpu.isa == target::CpuIsa::AVX2 && cpu.avxvnni)
+    features.push_back("avxvnni");
   if (cpu.isa == target::CpuIsa::AVX512) {
     for (const char *f : {"avx512f", "avx512bw", "avx512vl", "avx512dq"})
       features.push_back(f);

@@ -14,6 +14,7 @@
 #include "codegen/cpu/HostCompiler.h"
 #include "frontends/formats/Quantize.h"
 #include "ir/KilnOps.h"
+#include "ir/KilnTypes.h"
 #include "passes/FusionDiagnostics.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
@@ -62,25 +63,64 @@ codegen::PackedType packedType(const std::string &name,
                            "'");
 }
 
-/// `kiln compile --quantize`: the float weights of `inner` with every tensor
+/// --dtype: the type every GEMM weight is packed as, or (empty) nothing:
+/// each keeps its own element type.
+std::optional<codegen::PackedType> forcedWeightType(const std::string &name) {
+  if (name.empty())
+    return std::nullopt;
+  return packedType(name);
+}
+
+/// `kiln compile --quantize`: the weights of `inner` with every tensor
 /// llama-quantize --pure would quantize (formats::pureQuantizedType) turned
-/// into `type`'s blocks and widened back to float, each once and kept.
-/// When kernels read blocks in place, blocks() is what the packer stores.
+/// into `type`'s blocks, each once and kept. quantizeModule declares those
+/// tensors as `type` in the IR, so the packer asks for their blocks (and
+/// gets floats, widened from the blocks, where --dtype asks for floats).
 class QuantizingWeightProvider : public WeightProvider {
 public:
   QuantizingWeightProvider(WeightProvider &inner, formats::ElementType type)
       : inner(inner), type(type) {}
 
+  /// Declares every tensor of `module` that --pure quantizes as `type`
+  /// (its kiln.weight_decl and kiln.weight ops), remembering the file's
+  /// types to read the floats with.
+  void quantizeModule(ModuleOp module) {
+    MLIRContext *context = module.getContext();
+    Type element = type == formats::ElementType::Q8_0
+                       ? Type(Q8_0Type::get(context))
+                       : Type(Q4_0Type::get(context));
+    llvm::StringMap<RankedTensorType> declared;
+    for (auto decl : module.getOps<WeightDeclOp>()) {
+      RankedTensorType tensor = decl.getTensorType();
+      std::vector<int64_t> shape(tensor.getShape().begin(),
+                                 tensor.getShape().end());
+      if (formats::pureQuantizedType(shape, type) != type)
+        continue;
+      if (shape.back() % 32 != 0)
+        throw std::runtime_error(
+            "tensor '" + decl.getSymName().str() + "' has rows of " +
+            std::to_string(shape.back()) +
+            " weights, not a multiple of 32: it cannot be quantized to " +
+            formats::elementTypeName(type));
+      fileTypes[decl.getSymName().str()] = tensor;
+      auto quantized = RankedTensorType::get(tensor.getShape(), element);
+      declared[decl.getSymName()] = quantized;
+      decl.setTypeAttr(TypeAttr::get(quantized));
+    }
+    module.walk([&](WeightOp weight) {
+      if (auto it = declared.find(weight.getName()); it != declared.end())
+        weight.getResult().setType(it->second);
+    });
+  }
+
   const float *getWeight(llvm::StringRef name,
                          RankedTensorType tensorType) override {
-    const float *values = inner.getWeight(name, tensorType);
-    std::vector<int64_t> shape(tensorType.getShape().begin(),
-                               tensorType.getShape().end());
-    if (formats::pureQuantizedType(shape, type) != type)
-      return values;
+    auto file = fileTypes.find(name.str());
+    if (file == fileTypes.end())
+      return inner.getWeight(name, tensorType);
     auto [it, inserted] = widened.try_emplace(name.str());
     if (inserted) {
-      std::vector<uint8_t> blocks = this->blocks(name, shape, values);
+      const std::vector<uint8_t> &blocks = quantized(name);
       it->second.resize(static_cast<size_t>(tensorType.getNumElements()));
       formats::dequantize(type, blocks.data(), it->second.data(),
                           tensorType.getNumElements());
@@ -88,17 +128,32 @@ public:
     return it->second.data();
   }
 
-  /// The tensor's blocks, rows one after another (throws naming the tensor
-  /// when its rows are not whole blocks or hold NaN or infinities).
-  std::vector<uint8_t> blocks(llvm::StringRef name,
-                              const std::vector<int64_t> &shape,
-                              const float *values) const {
-    return formats::quantizeTensor(type, name.str(), shape, values);
+  const uint8_t *getBlocks(llvm::StringRef name,
+                           RankedTensorType tensorType) override {
+    if (!fileTypes.count(name.str()))
+      return inner.getBlocks(name, tensorType);
+    return quantized(name).data();
   }
 
 private:
+  /// The tensor's blocks, rows one after another (throws naming the tensor
+  /// when its rows are not whole blocks or hold NaN or infinities).
+  const std::vector<uint8_t> &quantized(llvm::StringRef name) {
+    auto [it, inserted] = blocks.try_emplace(name.str());
+    if (inserted) {
+      RankedTensorType fileType = fileTypes.at(name.str());
+      std::vector<int64_t> shape(fileType.getShape().begin(),
+                                 fileType.getShape().end());
+      it->second = formats::quantizeTensor(type, name.str(), shape,
+                                           inner.getWeight(name, fileType));
+    }
+    return it->second;
+  }
+
   WeightProvider &inner;
   formats::ElementType type;
+  std::map<std::string, RankedTensorType> fileTypes;
+  std::map<std::string, std::vector<uint8_t>> blocks;
   std::map<std::string, std::vector<float>> widened;
 };
 
@@ -148,11 +203,11 @@ void compileUncached(const CompileOptions &o,
         throw std::runtime_error(
             o.model + " already has block-quantized (q8_0/q4_0) weights; "
                       "--quantize takes f32, f16 or bf16 models");
-      if (o.notice)
+      if (o.notice && !o.dtype.empty())
         o.notice(o.model +
-                 " has block-quantized (q8_0/q4_0) weights; they are widened "
-                 "to " +
-                 o.dtype + " at compile time until Kiln reads them in place");
+                 " has block-quantized (q8_0/q4_0) weights; "
+                 "--dtype " +
+                 o.dtype + " widens them to " + o.dtype);
       break;
     }
 
@@ -160,13 +215,12 @@ void compileUncached(const CompileOptions &o,
   if (quantized) {
     quantizing =
         std::make_unique<QuantizingWeightProvider>(*model.weights, *quantized);
-    if (o.notice)
-      o.notice("--quantize " + o.quantize + ": " + o.model +
-               "'s matrices are quantized to " + o.quantize +
-               " blocks (llama.cpp's reference rules) and widened to " +
-               o.dtype +
-               " until Kiln reads them in place: the artifact carries " +
-               o.quantize + "'s rounding at " + o.dtype + "'s size");
+    quantizing->quantizeModule(*model.module);
+    if (o.notice && !o.dtype.empty())
+      o.notice("--quantize " + o.quantize + " with --dtype " + o.dtype +
+               ": the " + o.quantize + " blocks are widened to " + o.dtype +
+               " (the artifact carries " + o.quantize + "'s rounding at " +
+               o.dtype + "'s size)");
   }
   WeightProvider &weights =
       quantizing ? static_cast<WeightProvider &>(*quantizing) : *model.weights;
@@ -203,7 +257,7 @@ void compileUncached(const CompileOptions &o,
 
     codegen::CompileStepOptions step;
     step.target = target;
-    step.weightType = packedType(o.dtype);
+    step.weightType = forcedWeightType(o.dtype);
     step.cacheType = packedType(o.kvType, "--kv-type");
     step.workDir =
         (several ? work / codegen::librarySourceDirectory(target) : work)
@@ -224,8 +278,7 @@ void compileUncached(const CompileOptions &o,
   std::vector<codegen::ArtifactLibrary> libraries;
   for (size_t i = 0; i < targets.size(); ++i)
     libraries.push_back({targets[i], &compiled[i]});
-  codegen::writeArtifact(*modules.front(), libraries, packedType(o.dtype), info,
-                         output);
+  codegen::writeArtifact(*modules.front(), libraries, info, output);
 }
 
 } // namespace
@@ -297,7 +350,7 @@ CompileResult compileModel(const CompileOptions &o) {
   auto start = std::chrono::steady_clock::now();
   std::vector<target::TargetDescription> targets =
       parseCompileTargets(o.target);
-  packedType(o.dtype); // check early
+  forcedWeightType(o.dtype); // check early
   packedType(o.kvType, "--kv-type");
   quantizeType(o.quantize);
   if (o.output.empty() && o.emitSource.empty())

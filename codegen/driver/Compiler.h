@@ -33,14 +33,14 @@ struct CompileOptions {
   /// One target spec, or several separated by commas (portable,avx2,avx512;
   /// a ",key=value" override belongs to the target before it).
   std::string target = "native";
-  std::string dtype = "f32";
+  /// The type every matrix is packed as (f32, f16, bf16), or empty: each
+  /// keeps the model file's type (bf16 stays bf16, Q8_0/Q4_0 blocks stay
+  /// blocks, read in place by integer dot-product kernels).
+  std::string dtype;
   /// "q8_0" or "q4_0": quantize the matrices of an f32/f16/bf16 model at
   /// compile time as `llama-quantize --pure` does (formats/Quantize.h:
-  /// llama.cpp's reference blocks, 1-D tensors kept), or empty. Until
-  /// kernels read Q8_0/Q4_0 blocks in place, the blocks are widened back to
-  /// `dtype` when packed: the artifact carries the quantization's error at
-  /// `dtype`'s size (what `kiln eval` measures). The packed tensor's weight
-  /// type then becomes the quantized type.
+  /// llama.cpp's reference blocks, 1-D tensors kept), or empty. The blocks
+  /// are stored and read in place; with `dtype` they are widened to it.
   std::string quantize;
   /// How the KV cache stores keys and values: f32, f16 or bf16.
   std::string kvType = "f32";

@@ -32,6 +32,7 @@
 #include "frontends/formats/ElementType.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -77,8 +78,16 @@ ElementType pureQuantizedType(const std::vector<int64_t> &shape,
 /// or infinite weights) -- before `output` is created when the directory
 /// shows it -- and std::runtime_error when `output` cannot be written.
 /// Returns the bytes written.
-uint64_t quantizeGGUFFile(const std::string &input, const std::string &output,
-                          ElementType type);
+///
+/// `overrides` names tensors stored otherwise, as llama-quantize's
+/// --output-tensor-type and --token-embedding-type do: a block type (Q8_0,
+/// Q4_0), or the input's own type to keep the tensor as it is. Mixed files
+/// like llama.cpp's default mixes (Q4_0 matrices, a Q8_0 classifier) are
+/// made this way.
+uint64_t
+quantizeGGUFFile(const std::string &input, const std::string &output,
+                 ElementType type,
+                 const std::map<std::string, ElementType> &overrides = {});
 
 /// llama.cpp's LLAMA_FTYPE for a file of `type` weights (general.file_type):
 /// 0 F32, 1 F16, 32 BF16, 7 Q8_0, 2 Q4_0.

@@ -83,7 +83,8 @@ int64_t rowsOf(const TensorInfo &t) {
 } // namespace
 
 uint64_t quantizeGGUFFile(const std::string &input, const std::string &output,
-                          ElementType type) {
+                          ElementType type,
+                          const std::map<std::string, ElementType> &overrides) {
   if (!isBlockQuantized(type))
     throw std::invalid_argument(std::string("cannot quantize to ") +
                                 elementTypeName(type) + " (q8_0, q4_0)");
@@ -98,6 +99,14 @@ uint64_t quantizeGGUFFile(const std::string &input, const std::string &output,
       throw std::invalid_argument(input + ": tensor '" + t.name +
                                   "' is already " + elementTypeName(t.type) +
                                   "; quantize an f32, f16 or bf16 model");
+    if (auto it = overrides.find(t.name); it != overrides.end()) {
+      if (it->second != t.type && !isBlockQuantized(it->second))
+        throw std::invalid_argument(
+            input + ": tensor '" + t.name + "' can be kept as " +
+            elementTypeName(t.type) + " or quantized, not converted to " +
+            elementTypeName(it->second));
+      to = it->second == t.type ? ElementType::F32 : it->second;
+    }
     if (to == ElementType::F32) {
       to = t.type; // 1-D tensors are copied as they are
     } else if (!rowBytes(to, t.shape.back())) {
@@ -109,6 +118,10 @@ uint64_t quantizeGGUFFile(const std::string &input, const std::string &output,
     }
     stored.push_back(to);
   }
+  for (const auto &[name, ignored] : overrides)
+    if (!in.findTensor(name))
+      throw std::invalid_argument(input + ": no tensor '" + name +
+                                  "' to store as " + elementTypeName(ignored));
 
   // The metadata in the input's order, with the file type replaced.
   bool hasFileType = false, hasQuantVersion = false;

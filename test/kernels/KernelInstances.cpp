@@ -47,6 +47,19 @@ constexpr bool kHasBf16Dot =
     false;
 #endif
 
+constexpr k::Quant quantOf(WeightType t) {
+  return t == WeightType::Q8_0   ? k::Quant::Q8_0
+         : t == WeightType::Q4_0 ? k::Quant::Q4_0
+                                 : k::Quant::None;
+}
+/// The packed element of a weight type (bytes for Q8_0 and Q4_0).
+template <WeightType T>
+using WeightElement = std::conditional_t<
+    T == WeightType::F32, float,
+    std::conditional_t<
+        T == WeightType::F16, _Float16,
+        std::conditional_t<T == WeightType::BF16, k::bf16, uint8_t>>>;
+
 template <int I> struct GemmConfig {
   static constexpr GemmCase c = kGemmCases[I];
   static constexpr int64_t N = c.n, K = c.k;
@@ -65,9 +78,8 @@ template <int I> struct GemmConfig {
   static constexpr float EPSILON = kGemmEpsilon;
   static constexpr bool BF16_PAIRS = c.layout == PanelLayout::LanePairs,
                         BF16_DOT = c.layout == PanelLayout::KPairs;
-  using wtype = std::conditional_t<
-      c.wtype == WeightType::F32, float,
-      std::conditional_t<c.wtype == WeightType::F16, _Float16, k::bf16>>;
+  static constexpr k::Quant QUANT = quantOf(c.wtype);
+  using wtype = WeightElement<c.wtype>;
 };
 
 template <int I> struct AttentionConfig {
@@ -103,6 +115,14 @@ template <k::Binary F> struct BinaryConfig {
 
 struct GatherConfig {
   static constexpr int64_t D = kGatherD;
+};
+template <int I> struct EmbeddingPanelsConfig {
+  static constexpr EmbeddingPanelsCase c = kEmbeddingPanelsCases[I];
+  static constexpr int64_t D = c.d;
+  static constexpr int NR = c.nr > 0 ? c.nr : -c.nr *k::V;
+  static constexpr k::Quant QUANT = quantOf(c.wtype);
+  using wtype = WeightElement<c.wtype>;
+  static constexpr int PANEL_LAYOUT = int(c.layout), LANES = k::V;
 };
 struct SplitConfig {
   static constexpr int64_t PARTS = kSplitParts, AXIS_SIZE = kSplitAxis;
@@ -230,6 +250,14 @@ void softmax(const kiln_step_args *a, int64_t rows, int64_t cols,
 void embedding(const kiln_step_args *a, int64_t rows, const int32_t *ids,
                const float *table, float *out) {
   k::embedding<GatherConfig>(a, rows, ids, table, out);
+}
+
+void embedding_panels(int c, const kiln_step_args *a, int64_t rows,
+                      const int32_t *ids, const void *panels, float *out) {
+  dispatch<kEmbeddingPanelsCaseCount>(c, [&](auto i) {
+    k::embedding_panels<EmbeddingPanelsConfig<decltype(i)::value>>(a, rows, ids,
+                                                                   panels, out);
+  });
 }
 
 void gather_rows(const kiln_step_args *a, const int32_t *rows, const float *x,

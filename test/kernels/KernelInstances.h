@@ -26,8 +26,10 @@ namespace kiln::kernel_test {
 enum class Unary { Identity, Silu, Gelu, GeluTanh, Relu, Scale };
 /// kiln::kernels::Binary's order.
 enum class Binary { Add, Mul };
-/// How GEMM weights are stored (codegen/WeightPacker.h).
-enum class WeightType { F32, F16, BF16 };
+/// How GEMM weights are stored (codegen/WeightPacker.h): a float type, or
+/// GGUF Q8_0 / Q4_0 blocks (kiln::kernels::Quant, the layout of
+/// codegen/cpu/kernels/Quant.h).
+enum class WeightType { F32, F16, BF16, Q8_0, Q4_0 };
 enum class PanelLayout { Plain, LanePairs, KPairs };
 
 //===--- GEMM -------------------------------------------------------------===//
@@ -72,6 +74,22 @@ inline constexpr GemmCase kGemmCases[] = {
   {"default_bf16_pairs_fused", 97, 100, 32, 6, 16, 48, 1, 64, 1, 100, false, true,  true,  true,  Unary::GeluTanh, WeightType::BF16, PanelLayout::LanePairs},
   {"default_bf16_dot",         97, 100, 32, 6, 16, 48, 1, 64, 1, 100, false, true,  true,  false, Unary::Identity, WeightType::BF16, PanelLayout::KPairs},
   {"default_bf16_dot_swiglu",  97, 100, 32, 6, 16, 48, 1, 64, 1, 100, true,  false, false, true,  Unary::Identity, WeightType::BF16, PanelLayout::KPairs},
+  // Q8_0 and Q4_0: K whole blocks of 32 but not whole k blocks, k blocks
+  // that are not whole blocks of 32 (rounded up by the kernel), partial
+  // panels.
+  {"q8_small_nr1v",            45, 96,  -1, 3, 4, 5, 2,  64, 1, 40,  false, false, false, false, Unary::Identity, WeightType::Q8_0, PanelLayout::Plain},
+  {"q8_small_fused_silu",      45, 160, -2, 3, 4, 5, 2,  64, 1, 64,  false, true,  true,  true,  Unary::Silu,     WeightType::Q8_0, PanelLayout::Plain},
+  {"q8_small_gelu_bias",       45, 96,  -2, 3, 4, 7, 1,  32, 2, 96,  false, true,  false, false, Unary::Gelu,     WeightType::Q8_0, PanelLayout::Plain},
+  {"q8_small_swiglu",          45, 160, -2, 3, 4, 5, 2,  64, 1, 50,  true,  false, false, true,  Unary::Identity, WeightType::Q8_0, PanelLayout::Plain},
+  {"q4_small_nr1v",            45, 96,  -1, 3, 4, 5, 2,  64, 1, 40,  false, false, false, false, Unary::Identity, WeightType::Q4_0, PanelLayout::Plain},
+  {"q4_small_fused_relu",      45, 160, -2, 3, 4, 5, 2,  64, 1, 64,  false, true,  true,  true,  Unary::Relu,     WeightType::Q4_0, PanelLayout::Plain},
+  {"q4_small_gelutanh_resid",  45, 96,  -1, 3, 4, 5, 3,  32, 1, 20,  false, false, true,  true,  Unary::GeluTanh, WeightType::Q4_0, PanelLayout::Plain},
+  {"q4_small_swiglu",          45, 160, -1, 3, 4, 5, 2,  64, 1, 64,  true,  false, false, false, Unary::Identity, WeightType::Q4_0, PanelLayout::Plain},
+  {"default_q8",               97, 256, 64, 6, 16, 48, 1, 128, 1, 128, false, false, false, false, Unary::Identity, WeightType::Q8_0, PanelLayout::Plain},
+  {"default_q8_fused",         97, 256, 64, 6, 16, 48, 1, 128, 1, 128, false, true,  true,  true,  Unary::Silu,     WeightType::Q8_0, PanelLayout::Plain},
+  {"default_q8_swiglu",        97, 256, 32, 6, 16, 48, 1, 128, 1, 128, true,  false, false, true,  Unary::Identity, WeightType::Q8_0, PanelLayout::Plain},
+  {"default_q4",               97, 256, 64, 6, 16, 48, 1, 128, 1, 128, false, true,  true,  false, Unary::Identity, WeightType::Q4_0, PanelLayout::Plain},
+  {"default_q4_swiglu",        97, 256, 32, 6, 16, 48, 1, 256, 1, 256, true,  false, false, true,  Unary::Identity, WeightType::Q4_0, PanelLayout::Plain},
 };
 // clang-format on
 constexpr int kGemmCaseCount = sizeof(kGemmCases) / sizeof(kGemmCases[0]);
@@ -179,6 +197,31 @@ void softmax(const kiln_step_args *a, int64_t rows, int64_t cols,
 constexpr int64_t kGatherD = 37;
 void embedding(const kiln_step_args *a, int64_t rows, const int32_t *ids,
                const float *table, float *out);
+
+/// kiln::kernels::embedding_panels: a table [vocab, d] packed as a GEMM's
+/// panels of nr rows (nr > 0 floats, else -nr vectors of V), each layout.
+struct EmbeddingPanelsCase {
+  const char *name;
+  int64_t d;
+  int nr;
+  WeightType wtype;
+  PanelLayout layout;
+};
+// clang-format off
+inline constexpr EmbeddingPanelsCase kEmbeddingPanelsCases[] = {
+  {"f32_plain",       37, -2, WeightType::F32,  PanelLayout::Plain},
+  {"f16_plain",       37, -1, WeightType::F16,  PanelLayout::Plain},
+  {"bf16_plain",      37, -1, WeightType::BF16, PanelLayout::Plain},
+  {"bf16_lane_pairs", 37, -4, WeightType::BF16, PanelLayout::LanePairs},
+  {"bf16_k_pairs",    37, -2, WeightType::BF16, PanelLayout::KPairs},
+  {"q8_0",            96, -2, WeightType::Q8_0, PanelLayout::Plain},
+  {"q4_0",            96, -1, WeightType::Q4_0, PanelLayout::Plain},
+};
+// clang-format on
+constexpr int kEmbeddingPanelsCaseCount =
+    sizeof(kEmbeddingPanelsCases) / sizeof(kEmbeddingPanelsCases[0]);
+void embedding_panels(int c, const kiln_step_args *a, int64_t rows,
+                      const int32_t *ids, const void *panels, float *out);
 void gather_rows(const kiln_step_args *a, const int32_t *rows, const float *x,
                  float *out);
 

@@ -2,9 +2,11 @@
 //
 // Part of Kiln's CPU kernel tests. Every kernel family of codegen/cpu/kernels/
 // (GEMM with its rms_norm prologue, bias, activations, residual, swiglu,
-// f16 and bf16 weights in each panel layout; fused attention over the KV
+// f16 and bf16 weights in each panel layout, Q8_0 and Q4_0 blocks, and the
+// batch invariance of its rows; fused attention over the KV
 // cache; the unfused attention pieces; rope; rms_norm and layer_norm; the
-// element-wise ops and softmax; embedding, gather_rows, split, transpose,
+// element-wise ops and softmax; embedding (from a table and from each kind
+// of GEMM panels), gather_rows, split, transpose,
 // kv_append and kv_read), as KernelInstances.cpp instantiates it for one
 // ISA, run on random inputs of odd sizes, single-threaded and on a pool of 3
 // threads, and compared with a naive loop written here from the reference
@@ -18,7 +20,9 @@
 // make a test flaky, while a wrong term still fails it); data movement must
 // be exact, bit for bit. f16 and bf16 weights are rounded before the
 // reference sees them, and bf16 dot products (BF16_DOT) also round the
-// activations to bf16, as the kernel does, so those compare as tightly.
+// activations to bf16, as the kernel does, so those compare as tightly;
+// Q8_0 and Q4_0 GEMMs quantize the activations here as the definition says
+// (llama.cpp's quantize_row_q8_0) and compare as tightly too.
 // Outputs start as NaN, so an element a kernel forgets to write fails.
 // Random inputs come from std::mt19937 with fixed seeds: failures reproduce.
 //
@@ -267,6 +271,9 @@ float roundTo(kt::WeightType type, float v) {
     return halfToFloat(floatToHalf(v));
   case kt::WeightType::BF16:
     return roundBf16(v);
+  case kt::WeightType::Q8_0: // blocks, not values: see QuantWeight
+  case kt::WeightType::Q4_0:
+    return v;
   }
   return v;
 }
@@ -312,11 +319,194 @@ std::vector<uint32_t> packPanels(const std::vector<float> &w, int64_t n,
   return words;
 }
 
+//===--- Q8_0 and Q4_0 ----------------------------------------------------===//
+
+bool isQuant(kt::WeightType type) {
+  return type == kt::WeightType::Q8_0 || type == kt::WeightType::Q4_0;
+}
+
+/// W[n, k] as a GGUF tensor stores it (docs/quantization.md): row after
+/// row, k / 32 blocks of an f16 scale d (little-endian) and the levels.
+/// Q8_0: 32 int8 q, a weight is d * q. Q4_0: 16 bytes, byte j holding
+/// q[j] in its low nibble and q[j + 16] in its high one, a weight is
+/// d * (q - 8).
+struct QuantWeight {
+  kt::WeightType type = kt::WeightType::Q8_0;
+  int64_t n = 0, k = 0;
+  std::vector<uint8_t> blocks;
+
+  int64_t blockBytes() const { return type == kt::WeightType::Q8_0 ? 34 : 18; }
+  const uint8_t *block(int64_t row, int64_t b) const {
+    return blocks.data() + (row * (k / 32) + b) * blockBytes();
+  }
+  double scale(int64_t row, int64_t b) const {
+    const uint8_t *bl = block(row, b);
+    return halfToFloat(uint16_t(bl[0] | bl[1] << 8));
+  }
+  /// The weight's level less the zero level: q, or q - 8 for Q4_0.
+  int level(int64_t row, int64_t col) const {
+    const uint8_t *bl = block(row, col / 32);
+    int j = int(col % 32);
+    if (type == kt::WeightType::Q8_0)
+      return int8_t(bl[2 + j]);
+    int byte = bl[2 + j % 16];
+    return (j < 16 ? byte & 15 : byte >> 4) - 8;
+  }
+  /// The zero level of the levels as unsigned (Q8_0's q + 128, Q4_0's q).
+  int offset() const { return type == kt::WeightType::Q8_0 ? 128 : 8; }
+};
+
+/// Random blocks: scales of either sign and magnitudes in [0.002, 0.05]
+/// (rounded to f16), every level equally likely (Q8_0's -128 too).
+QuantWeight randomQuant(std::mt19937 &rng, kt::WeightType type, int64_t n,
+                        int64_t k) {
+  QuantWeight w;
+  w.type = type;
+  w.n = n;
+  w.k = k;
+  w.blocks.resize(n * (k / 32) * w.blockBytes());
+  std::uniform_real_distribution<float> magnitude(0.002f, 0.05f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (size_t at = 0; at < w.blocks.size(); at += w.blockBytes()) {
+    float d = magnitude(rng) * (byte(rng) & 1 ? -1.0f : 1.0f);
+    uint16_t h = floatToHalf(d);
+    w.blocks[at] = uint8_t(h & 0xff);
+    w.blocks[at + 1] = uint8_t(h >> 8);
+    for (int64_t i = 2; i < w.blockBytes(); ++i)
+      w.blocks[at + i] = uint8_t(byte(rng));
+  }
+  return w;
+}
+
+/// W's blocks packed as codegen/cpu/kernels/Quant.h describes (and
+/// codegen/WeightPacker.cpp writes), re-implemented from that description:
+/// panels of nr rows (rows past n zero bytes); per panel and block of 32 k,
+/// nr f16 scales, then groups of 4 * nr bytes, column c's 4 at 4c: Q8_0's
+/// group g holds q[4g .. 4g + 3] ^ 0x80, Q4_0's chunk p the block's quant
+/// bytes [4p, 4p + 4) as they are. The stored bytes, in words.
+std::vector<uint32_t> packQuantPanels(const QuantWeight &w, int64_t nr) {
+  const int64_t bb = w.blockBytes(), kb = w.k / 32;
+  const int64_t panels = (w.n + nr - 1) / nr;
+  std::vector<uint8_t> bytes(panels * kb * nr * bb, 0);
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t b = 0; b < kb; ++b)
+      for (int64_t r = 0; r < nr && p * nr + r < w.n; ++r) {
+        uint8_t *out = bytes.data() + (p * kb + b) * nr * bb;
+        const uint8_t *src = w.block(p * nr + r, b);
+        out[2 * r] = src[0];
+        out[2 * r + 1] = src[1];
+        uint8_t *levels = out + 2 * nr + 4 * r;
+        for (int i = 0; i < 4; ++i) {
+          if (w.type == kt::WeightType::Q8_0) {
+            for (int g = 0; g < 8; ++g)
+              levels[g * 4 * nr + i] = uint8_t(src[2 + 4 * g + i] ^ 0x80);
+          } else {
+            for (int chunk = 0; chunk < 4; ++chunk)
+              levels[chunk * 4 * nr + i] = src[2 + 4 * chunk + i];
+          }
+        }
+      }
+  std::vector<uint32_t> words((bytes.size() + 3) / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  return words;
+}
+
+/// Rows of x [rows, k] quantized per block of 32 as llama.cpp's
+/// quantize_row_q8_0 (its AVX path) does: amax = max |x|; the scale is
+/// amax / 127 rounded to f16; the levels are x * (127 / amax) (0 when amax
+/// is 0) rounded to nearest, ties to even. In float where the kernel must
+/// agree bit for bit (the product x * id), as the definition says.
+struct QuantRows {
+  std::vector<int> q;    // [rows, k]
+  std::vector<double> d; // [rows, k / 32]
+};
+QuantRows quantizeRows(const std::vector<float> &x, int64_t rows, int64_t k) {
+  QuantRows out;
+  out.q.resize(rows * k);
+  out.d.resize(rows * (k / 32));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < k / 32; ++b) {
+      const float *xb = x.data() + r * k + b * 32;
+      float amax = 0.0f;
+      for (int i = 0; i < 32; ++i)
+        amax = std::max(amax, std::fabs(xb[i]));
+      out.d[r * (k / 32) + b] = halfToFloat(floatToHalf(amax / 127.0f));
+      float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+      for (int i = 0; i < 32; ++i) {
+        float v = xb[i] * id;
+        out.q[r * k + b * 32 + i] = int(std::nearbyint(v));
+      }
+    }
+  return out;
+}
+
 //===--- GEMM -------------------------------------------------------------===//
 
+/// A GEMM case's weights: random floats rounded to the weight type, or
+/// random Q8_0 / Q4_0 blocks; and their panels (gate and up for swiglu).
+struct GemmWeights {
+  std::vector<float> w, w2;
+  QuantWeight q, q2;
+  std::vector<uint32_t> packed, packed2;
+};
+GemmWeights gemmWeights(const kt::GemmCase &gc, int64_t nr, int V,
+                        std::mt19937 &rng) {
+  GemmWeights g;
+  const int64_t n = gc.n, k = gc.k;
+  if (isQuant(gc.wtype)) {
+    g.q = randomQuant(rng, gc.wtype, n, k);
+    g.packed = packQuantPanels(g.q, nr);
+    if (gc.swiglu) {
+      g.q2 = randomQuant(rng, gc.wtype, n, k);
+      g.packed2 = packQuantPanels(g.q2, nr);
+    }
+    return g;
+  }
+  g.w = uniform(rng, n * k, -1, 1);
+  for (float &v : g.w)
+    v = roundTo(gc.wtype, v);
+  if (gc.swiglu) {
+    g.w2 = uniform(rng, n * k, -1, 1);
+    for (float &v : g.w2)
+      v = roundTo(gc.wtype, v);
+  }
+  g.packed = packPanels(g.w, n, k, nr, gc.wtype, gc.layout, V);
+  if (gc.swiglu)
+    g.packed2 = packPanels(g.w2, n, k, nr, gc.wtype, gc.layout, V);
+  return g;
+}
+
+/// Runs kGemmCases[c] on `rows` rows of x into a fresh y (NaN first).
+std::vector<float> runGemm(int c, const GemmWeights &g, int64_t rows,
+                           const Threading &th, const float *x,
+                           const std::vector<float> &normWeight,
+                           const std::vector<float> &bias,
+                           const float *residual, std::vector<float> &scratch) {
+  const kt::GemmCase &gc = kt::kGemmCases[c];
+  kiln_step_args a{};
+  a.tokens = rows;
+  a.parallel = th.parallel;
+  scratch.assign(kt::gemm_scratch_bytes(c, rows) / 4 + 16, kNaN);
+  std::vector<float> y(rows * gc.n, kNaN);
+  kt::gemm(c, &a, rows, x, gc.prologue ? normWeight.data() : nullptr,
+           scratch.data(), g.packed.data(),
+           gc.swiglu ? g.packed2.data() : nullptr,
+           gc.bias ? bias.data() : nullptr, gc.residual ? residual : nullptr,
+           y.data());
+  return y;
+}
+
 // Each configuration of kGemmCases (odd N and K, partial panels, k blocks,
-// partial register blocks, each fused part and weight layout) at each row
-// count, decode and prefill tiles both.
+// partial register blocks, each fused part and weight layout, Q8_0 and
+// Q4_0) at each row count, decode and prefill tiles both.
+//
+// Q8_0 and Q4_0 are checked against their definition, from the GGUF blocks:
+// the activation rows quantized here (quantizeRows), then
+// y = sum over blocks of d_w * d_x * sum_k level_w * level_x in double,
+// then the epilogue. The kernel's integer sums are exact (the weights' zero
+// level is taken out in integers, Quant.h), so only the float products of
+// the scales and the sum over blocks round: at most 1e-5 of the sum of the
+// blocks' magnitudes, sum_b |d_w d_x sum_k level_w level_x|.
 TEST_F(KernelTest, Gemm) {
   for (int c = 0; c < kt::kGemmCaseCount; ++c) {
     const kt::GemmCase &gc = kt::kGemmCases[c];
@@ -328,50 +518,35 @@ TEST_F(KernelTest, Gemm) {
       continue;
     }
     const bool dot = gc.layout == kt::PanelLayout::KPairs;
+    const bool quant = isQuant(gc.wtype);
     const int64_t n = gc.n, k = gc.k;
     const int64_t nr = gc.nr > 0 ? gc.nr : -gc.nr * V;
     std::mt19937 rng(1000 + c);
-    std::vector<float> w = uniform(rng, n * k, -1, 1), w2;
-    for (float &v : w)
-      v = roundTo(gc.wtype, v);
-    if (gc.swiglu) {
-      w2 = uniform(rng, n * k, -1, 1);
-      for (float &v : w2)
-        v = roundTo(gc.wtype, v);
-    }
-    std::vector<uint32_t> packed =
-        packPanels(w, n, k, nr, gc.wtype, gc.layout, V);
-    std::vector<uint32_t> packed2 =
-        gc.swiglu ? packPanels(w2, n, k, nr, gc.wtype, gc.layout, V)
-                  : std::vector<uint32_t>();
+    GemmWeights g = gemmWeights(gc, nr, V, rng);
     std::vector<float> bias = uniform(rng, n, -1, 1);
     std::vector<float> normWeight = uniform(rng, k, 0.5f, 1.5f);
 
     for (int64_t rows : kRowCounts) {
       std::vector<float> x = uniform(rng, rows * k, -1, 1);
+      if (quant && rows > 1) // a block of zeros: scale 0, levels 0
+        std::fill(x.begin() + k, x.begin() + k + 32, 0.0f);
       std::vector<float> residual = uniform(rng, rows * n, -1, 1);
       std::vector<double> normalized;
       if (gc.prologue)
         normalized = rmsNorm(x, normWeight, rows, k, kt::kGemmEpsilon);
       for (const Threading &th : threadings()) {
         SCOPED_TRACE(runName(rows, th));
-        kiln_step_args a{};
-        a.tokens = rows;
-        a.parallel = th.parallel;
-        std::vector<float> scratch(kt::gemm_scratch_bytes(c, rows) / 4 + 16,
-                                   kNaN);
-        std::vector<float> y(rows * n, kNaN);
-        kt::gemm(c, &a, rows, x.data(),
-                 gc.prologue ? normWeight.data() : nullptr, scratch.data(),
-                 packed.data(), gc.swiglu ? packed2.data() : nullptr,
-                 gc.bias ? bias.data() : nullptr,
-                 gc.residual ? residual.data() : nullptr, y.data());
+        std::vector<float> scratch;
+        std::vector<float> y = runGemm(c, g, rows, th, x.data(), normWeight,
+                                       bias, residual.data(), scratch);
 
         // The activations the product reads: x, or the prologue's rows
         // (which the kernel leaves in scratch: checked first), rounded to
-        // bf16 for bf16 dot products. Rounding the kernel's own normalized
-        // rows keeps a 1-ulp difference from flipping a bf16 rounding.
+        // bf16 for bf16 dot products or quantized for Q8_0 and Q4_0.
+        // Rounding the kernel's own normalized rows keeps a 1-ulp
+        // difference from flipping a rounding.
         std::vector<double> in(rows * k);
+        std::vector<float> rounded(rows * k);
         if (gc.prologue) {
           std::vector<double> scale(rows * k);
           for (size_t i = 0; i < scale.size(); ++i)
@@ -381,23 +556,43 @@ TEST_F(KernelTest, Gemm) {
         }
         for (int64_t i = 0; i < rows * k; ++i) {
           float v = gc.prologue ? scratch[i] : x[i];
+          rounded[i] = v;
           in[i] = dot ? roundBf16(v) : gc.prologue ? normalized[i] : v;
         }
+        QuantRows xq;
+        if (quant)
+          xq = quantizeRows(rounded, rows, k);
 
-        std::vector<double> want(rows * n), scale(rows * n);
-        for (int64_t m = 0; m < rows; ++m)
-          for (int64_t j = 0; j < n; ++j) {
-            double sum = 0, mag = 0, sum2 = 0, mag2 = 0;
+        // x_m · W_j: the sum and a bound on its terms' magnitudes.
+        auto product = [&](int64_t m, int64_t j, const std::vector<float> &w,
+                           const QuantWeight &q, double &sum, double &mag) {
+          sum = mag = 0;
+          if (!quant) {
             for (int64_t l = 0; l < k; ++l) {
               double t = in[m * k + l] * w[j * k + l];
               sum += t;
               mag += std::fabs(t);
-              if (gc.swiglu) {
-                double t2 = in[m * k + l] * w2[j * k + l];
-                sum2 += t2;
-                mag2 += std::fabs(t2);
-              }
             }
+            return;
+          }
+          for (int64_t b = 0; b < k / 32; ++b) {
+            double ds = q.scale(j, b) * xq.d[m * (k / 32) + b];
+            int64_t levels = 0;
+            for (int64_t l = b * 32; l < b * 32 + 32; ++l) {
+              int xl = xq.q[m * k + l], wl = q.level(j, l);
+              levels += int64_t(wl) * xl;
+            }
+            sum += ds * double(levels);
+            mag += std::fabs(ds * double(levels));
+          }
+        };
+        std::vector<double> want(rows * n), scale(rows * n);
+        for (int64_t m = 0; m < rows; ++m)
+          for (int64_t j = 0; j < n; ++j) {
+            double sum, mag, sum2 = 0, mag2 = 0;
+            product(m, j, g.w, g.q, sum, mag);
+            if (gc.swiglu)
+              product(m, j, g.w2, g.q2, sum2, mag2);
             double v, bound;
             if (gc.swiglu) {
               v = silu(sum) * sum2;
@@ -415,6 +610,61 @@ TEST_F(KernelTest, Gemm) {
         EXPECT_TRUE(near(y, want, scale));
       }
     }
+  }
+}
+
+/// The k block a phase's GEMM runs with: its tile, rounded up to whole
+/// pairs (bf16 dot products) or blocks of 32 (Q8_0, Q4_0) as the kernel
+/// rounds it.
+int64_t kBlockOf(const kt::GemmCase &gc, int64_t tile) {
+  if (isQuant(gc.wtype))
+    return (tile + 31) / 32 * 32;
+  return gc.layout == kt::PanelLayout::KPairs ? tile + (tile & 1) : tile;
+}
+
+// Batch invariance: a row's output does not depend on the rows computed
+// with it. Each row computed alone (a decode step of one token) gives the
+// same bits as inside a decode batch, and inside a prefill batch where
+// prefill's k block is decode's (the k block is what orders a row's sums);
+// on every thread count. Every case, float and quantized.
+TEST_F(KernelTest, GemmBatchInvariance) {
+  const int64_t kRows = 17;
+  for (int c = 0; c < kt::kGemmCaseCount; ++c) {
+    const kt::GemmCase &gc = kt::kGemmCases[c];
+    SCOPED_TRACE(gc.name);
+    if (!kt::gemm_available(c))
+      continue;
+    const int64_t n = gc.n, k = gc.k;
+    const int64_t nr = gc.nr > 0 ? gc.nr : -gc.nr * V;
+    std::mt19937 rng(16000 + c);
+    GemmWeights g = gemmWeights(gc, nr, V, rng);
+    std::vector<float> bias = uniform(rng, n, -1, 1);
+    std::vector<float> normWeight = uniform(rng, k, 0.5f, 1.5f);
+    std::vector<float> x = uniform(rng, kRows * k, -1, 1);
+    std::vector<float> residual = uniform(rng, kRows * n, -1, 1);
+    std::vector<float> scratch;
+
+    std::vector<float> alone;
+    for (int64_t r = 0; r < kRows; ++r) {
+      std::vector<float> y =
+          runGemm(c, g, 1, threadings()[0], x.data() + r * k, normWeight, bias,
+                  residual.data() + r * n, scratch);
+      alone.insert(alone.end(), y.begin(), y.end());
+    }
+    std::vector<int64_t> batches;
+    if (gc.prefillFrom > 2)
+      batches.push_back(gc.prefillFrom - 1); // decode, several rows
+    if (kBlockOf(gc, gc.prefillK) == kBlockOf(gc, gc.decodeK))
+      batches.push_back(kRows); // prefill
+    ASSERT_FALSE(batches.empty()) << "the case has no batch to compare";
+    for (int64_t rows : batches)
+      for (const Threading &th : threadings()) {
+        SCOPED_TRACE(runName(rows, th));
+        std::vector<float> y = runGemm(c, g, rows, th, x.data(), normWeight,
+                                       bias, residual.data(), scratch);
+        EXPECT_TRUE(same(
+            y, std::vector<float>(alone.begin(), alone.begin() + rows * n)));
+      }
   }
 }
 
@@ -924,10 +1174,12 @@ TEST_F(KernelTest, SoftmaxFullyMaskedRow) {
 
 //===--- Gathers and layout copies ----------------------------------------===//
 
-TEST_F(KernelTest, Embedding) {
-  std::mt19937 rng(10000);
-  const int64_t D = kt::kGatherD, vocab = 50;
-  std::vector<float> table = uniform(rng, vocab * D, -1, 1);
+/// Checks an embedding kernel, `lookup(a, rows, ids, out)`, against
+/// `table` [vocab, D] bit for bit at every row count and threading; the last
+/// id of each run is the last row (a partial panel where there are panels).
+template <class Lookup>
+void expectEmbedding(std::mt19937 &rng, const std::vector<float> &table,
+                     int64_t vocab, int64_t D, const Lookup &lookup) {
   for (int64_t rows : kRowCounts) {
     std::vector<int32_t> ids(rows);
     for (int32_t &id : ids)
@@ -944,9 +1196,52 @@ TEST_F(KernelTest, Embedding) {
       a.token_ids = ids.data();
       a.parallel = th.parallel;
       std::vector<float> out(rows * D, kNaN);
-      kt::embedding(&a, rows, ids.data(), table.data(), out.data());
+      lookup(&a, rows, ids.data(), out.data());
       EXPECT_TRUE(same(out, want));
     }
+  }
+}
+
+TEST_F(KernelTest, Embedding) {
+  std::mt19937 rng(10000);
+  const int64_t D = kt::kGatherD, vocab = 50;
+  std::vector<float> table = uniform(rng, vocab * D, -1, 1);
+  expectEmbedding(
+      rng, table, vocab, D,
+      [&](const kiln_step_args *a, int64_t rows, const int32_t *ids,
+          float *out) { kt::embedding(a, rows, ids, table.data(), out); });
+}
+
+// kiln.embedding from a GEMM's panels (a tied model's classifier weight):
+// each panel layout and weight type, against the table before packing, bit
+// for bit (f16 and bf16 widen exactly; Q8_0 and Q4_0 are d * level, one
+// float product of exact values).
+TEST_F(KernelTest, EmbeddingPanels) {
+  for (int c = 0; c < kt::kEmbeddingPanelsCaseCount; ++c) {
+    const kt::EmbeddingPanelsCase &ec = kt::kEmbeddingPanelsCases[c];
+    SCOPED_TRACE(ec.name);
+    std::mt19937 rng(17000 + c);
+    const int64_t D = ec.d, vocab = 50;
+    const int64_t nr = ec.nr > 0 ? ec.nr : -ec.nr * V;
+    std::vector<float> table;
+    std::vector<uint32_t> packed;
+    if (isQuant(ec.wtype)) {
+      QuantWeight q = randomQuant(rng, ec.wtype, vocab, D);
+      for (int64_t i = 0; i < vocab; ++i)
+        for (int64_t j = 0; j < D; ++j)
+          table.push_back(float(q.scale(i, j / 32) * q.level(i, j)));
+      packed = packQuantPanels(q, nr);
+    } else {
+      table = uniform(rng, vocab * D, -1, 1);
+      for (float &v : table)
+        v = roundTo(ec.wtype, v);
+      packed = packPanels(table, vocab, D, nr, ec.wtype, ec.layout, V);
+    }
+    expectEmbedding(rng, table, vocab, D,
+                    [&](const kiln_step_args *a, int64_t rows,
+                        const int32_t *ids, float *out) {
+                      kt::embedding_panels(c, a, rows, ids, packed.data(), out);
+                    });
   }
 }
 

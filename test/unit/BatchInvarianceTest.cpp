@@ -7,11 +7,14 @@
 // token per step) and then together, mixed at random into steps of chunks;
 // every row of logits must match bit for bit. The artifacts are the tiny
 // synthetic model compiled for this CPU, f32 and bf16 (weights and cache),
-// with small tiles from a tuning file so that GEMMs split K into blocks,
-// attention spans several key blocks and prefill chunks split into jobs.
+// and the tiny-0.5M fixture's Q8_0 and Q4_0 files read in place (their
+// activations quantized per row), with small tiles from a tuning file so
+// that GEMMs split K into blocks, attention spans several key blocks and
+// prefill chunks split into jobs.
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestData.h"
 #include "codegen/driver/Compiler.h"
 #include "frontends/formats/SyntheticModel.h"
 #include "runtime/CompiledModel.h"
@@ -54,10 +57,20 @@ protected:
   /// The tiny model compiled with tiles much smaller than its shapes (K = 64
   /// and 172 in blocks of 24, key blocks of 16 positions, 4 query rows per
   /// job): every row-count-dependent choice the kernels make is exercised.
+  /// q8_0 and q4_0: the tiny-0.5M fixture of that type (K = 128 and 384, k
+  /// blocks rounded up to 32), its blocks read in place; empty when the
+  /// fixture is missing.
   std::string compile(const std::string &dtype) {
+    bool quantized = dtype == "q8_0" || dtype == "q4_0";
     std::string model = (dir / "tiny.gguf").string();
-    formats::SyntheticModelSpec spec{formats::syntheticConfig("tiny"), 11};
-    formats::writeSyntheticGGUF(spec, model);
+    if (quantized) {
+      model = test::modelsDir() + "/tiny-0.5M-" + dtype + ".gguf";
+      if (!test::fileExists(model))
+        return "";
+    } else {
+      formats::SyntheticModelSpec spec{formats::syntheticConfig("tiny"), 11};
+      formats::writeSyntheticGGUF(spec, model);
+    }
     std::string tuning = (dir / "tiles.txt").string();
     std::ofstream(tuning) << "matmul : prefill k=24\n"
                           << "swiglu : prefill k=24\n"
@@ -65,8 +78,8 @@ protected:
     CompileOptions o;
     o.model = model;
     o.output = (dir / ("tiny-" + dtype + ".kiln")).string();
-    o.dtype = dtype;
-    o.kvType = dtype;
+    o.dtype = quantized ? "" : dtype;
+    o.kvType = quantized ? "f32" : dtype;
     o.tuningFile = tuning;
     o.maxTokens = 64;
     o.useCache = false;
@@ -113,6 +126,9 @@ void runStep(runtime::CompiledModel &model, const runtime::StepBatch &batch,
 
 TEST_P(BatchInvarianceTest, SixteenSequencesMatchEachRunAlone) {
   std::string artifact = compile(GetParam());
+  if (artifact.empty())
+    KILN_REQUIRE_TEST_FILE(test::modelsDir() + "/tiny-0.5M-" + GetParam() +
+                           ".gguf");
   runtime::CompiledModelOptions options;
   options.maxSequences = kSequences;
   options.threads = 2;
@@ -173,7 +189,7 @@ TEST_P(BatchInvarianceTest, SixteenSequencesMatchEachRunAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Artifacts, BatchInvarianceTest,
-                         ::testing::Values("f32", "bf16"),
+                         ::testing::Values("f32", "bf16", "q8_0", "q4_0"),
                          [](const auto &info) {
                            return std::string(info.param);
                          });

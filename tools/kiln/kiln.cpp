@@ -78,7 +78,7 @@ struct RunOptions {
   bool fusion = false, explainFusion = false;
   std::string fusionRules;
   bool interpret = false;
-  std::string target = "native", dtype = "f32", kvType = "f32";
+  std::string target = "native", dtype, kvType = "f32";
   int threads = 0;
   /// KV cache blocks: bytes ("512MiB") or a share of available memory
   /// ("40%"); empty: enough for the whole context.
@@ -570,7 +570,8 @@ int main(int argc, char **argv) {
                      "Target to compile a model file for (default native)");
   runCmd
       ->add_option("--dtype", runOptions.dtype,
-                   "Packed weight type when compiling: f32, f16, bf16")
+                   "Packed weight type when compiling: f32, f16, bf16 "
+                   "(default: the model's own types)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   runCmd
       ->add_option("--kv-type", runOptions.kvType,
@@ -625,7 +626,8 @@ int main(int argc, char **argv) {
                          "directory (a subdirectory per target when several)");
   compileCmd
       ->add_option("--dtype", compileOptions.dtype,
-                   "Packed weight type: f32 (default), f16, bf16")
+                   "Pack every matrix as f32, f16 or bf16 (default: keep "
+                   "the model's types; Q8_0/Q4_0 stay blocks)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   compileCmd
       ->add_option("--kv-type", compileOptions.kvType,
@@ -634,8 +636,7 @@ int main(int argc, char **argv) {
   compileCmd
       ->add_option("--quantize", compileOptions.quantize,
                    "Quantize an f32/f16/bf16 model's matrices to q8_0 or "
-                   "q4_0 blocks as llama-quantize --pure does; widened to "
-                   "--dtype until kernels read them in place "
+                   "q4_0 blocks as llama-quantize --pure does, read in place "
                    "(docs/quantization.md)")
       ->check(CLI::IsMember({"q8_0", "q4_0"}));
   compileCmd->add_option("--tokenizer", compileOptions.tokenizer,

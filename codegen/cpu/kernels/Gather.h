@@ -1,9 +1,10 @@
 //===- Gather.h - Embedding, row gathers and layout copies ----*- C++ -*-===//
 //
 // Part of Kiln's CPU kernel library. The kernels that move rows without
-// arithmetic: kiln.embedding, kiln.gather_rows, kiln.split, kiln.transpose,
-// and the KV cache's kiln.kv_append and kiln.kv_read (runtime/StepABI.h's
-// kiln_kv_cache, f32).
+// arithmetic: kiln.embedding (from a row-major table, or from a GEMM's
+// packed panels, widened or dequantized to f32), kiln.gather_rows,
+// kiln.split, kiln.transpose, and the KV cache's kiln.kv_append and
+// kiln.kv_read (runtime/StepABI.h's kiln_kv_cache, f32).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 #define KILN_KERNELS_GATHER_H
 
 #include "KVCache.h"
+#include "Quant.h"
 #include "Vector.h"
 
 namespace kiln::kernels {
@@ -24,6 +26,78 @@ void embedding(const kiln_step_args *a, int64_t rows, const int32_t *ids,
     for (int64_t t = begin; t < end; ++t)
       memcpy(out + t * C::D, table + (int64_t)ids[t] * C::D,
              C::D * sizeof(float));
+  });
+}
+
+/// out[t] = W[ids[t]] for `rows` ids, rows of C::D, from W packed in the
+/// panels of a GEMM with K = C::D (a tied model's classifier weight doubles
+/// as its embedding table and is stored once, so), as f32: exact for f32,
+/// f16 and bf16, d * (u - offset) for Q8_0 and Q4_0. C gives
+///   D, NR           the table's row length and the panels' rows
+///   QUANT           a Quant: None, Q8_0 or Q4_0 (Quant.h's layout)
+///   wtype           float, _Float16, bf16; uint8_t for Q8_0 and Q4_0
+///   PANEL_LAYOUT    0 plain: (n, k) at (p * D + k) * NR + c, for panel
+///                   p = n / NR and column c = n % NR;
+///                   1 lane pairs (bf16): within each group of 2 * LANES
+///                   columns of a k row, lane l holds columns (l, l + LANES);
+///                   2 k pairs (bf16): (n, k) at (p * KP + (k & ~1)) * NR +
+///                   2c + (k & 1), KP = D rounded up to even
+///   LANES           the vector width lane pairs were packed for (layout 1)
+/// (codegen/WeightPacker.cpp's packPanels).
+template <class C>
+void embedding_panels(const kiln_step_args *a, int64_t rows, const int32_t *ids,
+                      const void *panels, float *out) {
+  constexpr int64_t D = C::D, NR = C::NR;
+  constexpr Quant QUANT = C::QUANT;
+  using wtype = typename C::wtype;
+  parallel(a, rows, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t n = ids[t], p = n / NR, c = n % NR;
+      float *o = out + t * D;
+      if constexpr (QUANT != Quant::None) {
+        static_assert(D % QUANT_BLOCK == 0,
+                      "Q8_0 and Q4_0 rows are whole blocks of 32");
+        constexpr int64_t BB = quant_block_bytes(QUANT), KB = D / QUANT_BLOCK;
+        constexpr int OFF = quant_offset(QUANT);
+        const uint8_t *panel =
+            static_cast<const uint8_t *>(panels) + p * KB * NR * BB;
+        for (int64_t b = 0; b < KB; ++b) {
+          const uint8_t *block = panel + b * NR * BB;
+          uint16_t scale;
+          memcpy(&scale, block + 2 * c, sizeof scale);
+          const float d = f16_to_float(scale);
+          const uint8_t *levels = block + 2 * NR + 4 * c;
+          float *ob = o + b * QUANT_BLOCK;
+          if constexpr (QUANT == Quant::Q8_0) {
+            for (int g = 0; g < 8; ++g)
+              for (int i = 0; i < 4; ++i)
+                ob[4 * g + i] = d * float(int(levels[g * 4 * NR + i]) - OFF);
+          } else {
+            for (int q = 0; q < 4; ++q)
+              for (int i = 0; i < 4; ++i) {
+                int byte = levels[q * 4 * NR + i];
+                ob[4 * q + i] = d * float((byte & 15) - OFF);
+                ob[16 + 4 * q + i] = d * float((byte >> 4) - OFF);
+              }
+          }
+        }
+      } else if constexpr (C::PANEL_LAYOUT == 2) {
+        constexpr int64_t KP = D + (D & 1);
+        const wtype *w = static_cast<const wtype *>(panels) + p * KP * NR;
+        for (int64_t k = 0; k < D; ++k)
+          o[k] = kv_to_float(w[(k & ~int64_t(1)) * NR + 2 * c + (k & 1)]);
+      } else {
+        int64_t at = c; // c's place within a k row
+        if constexpr (C::PANEL_LAYOUT == 1) {
+          constexpr int64_t L = C::LANES;
+          int64_t l = c % (2 * L);
+          at = c - l + (l < L ? 2 * l : 2 * (l - L) + 1);
+        }
+        const wtype *w = static_cast<const wtype *>(panels) + p * D * NR + at;
+        for (int64_t k = 0; k < D; ++k)
+          o[k] = kv_to_float(w[k * NR]);
+      }
+    }
   });
 }
 

@@ -28,7 +28,27 @@
 //   EPSILON         the prologue's rms_norm epsilon
 //   BF16_PAIRS      bf16 panels loaded as lane pairs (columns c, c + V)
 //   BF16_DOT        bf16 panels of k pairs multiplied with vdpbf16ps
-//   wtype           the packed element: float, _Float16 or bf16
+//   QUANT           a Quant: None, or Q8_0 / Q4_0 panels (Quant.h's layout)
+//   wtype           the packed element: float, _Float16 or bf16; uint8_t
+//                   for Q8_0 and Q4_0 (then BF16_PAIRS = BF16_DOT = false)
+//
+// Q8_0 and Q4_0 (K a multiple of 32): the rows of x, after the prologue,
+// are quantized once to int8 per block of 32 (Quant.h), and each block of
+// the register block is an integer dot product of levels (vpdpbusd where
+// the CPU has VNNI; Vector.h) scaled into f32 accumulators:
+//   acc += d_w * (d_x * float(dot(u, q) - c)),  c = offset * sum(q),
+// which is sum_k d_w (u_k - offset) * d_x q_k, the weights' zero level
+// taken out in integers once per row and block rather than per weight, so
+// every ISA's path computes the same signed dot product exactly. k blocks
+// are rounded up to whole blocks of 32.
+//
+// Scratch (scratch_bytes; the code generator mirrors this formula), each
+// part 64-byte aligned, in this order:
+//   HAS_PROLOGUE    rows * K * 4          the normalized rows
+//   BF16_DOT        rows * KP * 2         the rows as bf16 pairs
+//   QUANT           rows * K              the rows' int8 levels, then
+//                   rows * (K / 32) * 8   per block d (float), c (int32)
+//   SWIGLU          rows * N * 4          the up projection's partial sums
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,9 +57,13 @@
 
 #include "Elementwise.h"
 #include "Norms.h"
+#include "Quant.h"
 #include "Vector.h"
 
 namespace kiln::kernels {
+
+template <class A, class B> constexpr bool same_type = false;
+template <class A> constexpr bool same_type<A, A> = true;
 
 template <class C> struct Gemm {
   static constexpr int64_t N = C::N, K = C::K;
@@ -52,7 +76,22 @@ template <class C> struct Gemm {
   // in one 32-bit lane, and the rows of x are rounded to bf16 pairs once,
   // so each step of the register block covers two k.
   static constexpr int64_t KP = BF16_DOT ? K + (K & 1) : K;
+  static constexpr Quant QUANT = C::QUANT;
+  static constexpr bool QUANTIZED = QUANT != Quant::None;
+  // Quantized: blocks per row of W, bytes per block, bytes per panel's block
+  // of 32 k, and the level the dot products treat as weight zero.
+  static constexpr int64_t KB = K / QUANT_BLOCK, BB = quant_block_bytes(QUANT);
+  static constexpr int64_t PANEL_BLOCK = NR * BB;
+  static constexpr int OFFSET =
+      QUANT == Quant::Q8_0 ? Q8_DOT_OFFSET : quant_offset(QUANT);
   using wtype = typename C::wtype;
+  static_assert(QUANTIZED == same_type<wtype, uint8_t>,
+                "Q8_0 and Q4_0 panels are bytes (wtype uint8_t), and only "
+                "they");
+  static_assert(!QUANTIZED || K % QUANT_BLOCK == 0,
+                "Q8_0 and Q4_0 weights are whole blocks of 32 along K");
+  static_assert(!QUANTIZED || (!C::BF16_PAIRS && !BF16_DOT),
+                "quantized panels have no bf16 layouts");
   static_assert(NR % V == 0, "NR must be whole vectors");
   static_assert(MR >= 1 && C::DECODE_MR >= 1,
                 "register blocks must have at least one row");
@@ -62,6 +101,8 @@ template <class C> struct Gemm {
   struct Args {
     const float *x;        // [rows, K], normalized when HAS_PROLOGUE
     const uint16_t *xb;    // [rows, KP] x as bf16 pairs (BF16_DOT)
+    const int8_t *xq;      // [rows, K] x's levels (QUANT)
+    const float *xs;       // [rows, KB, 2] their d and offset term (QUANT)
     const wtype *w, *w2;   // packed panels (w2: swiglu's up projection)
     const float *bias;     // [N]
     const float *residual; // [rows, N]
@@ -71,13 +112,140 @@ template <class C> struct Gemm {
   };
 
   /// Bytes of scratch `run` needs for `rows` rows: the normalized rows
-  /// (HAS_PROLOGUE), the rows as bf16 pairs (BF16_DOT), swiglu's partial up
-  /// sums; each part 64-byte aligned.
+  /// (HAS_PROLOGUE), the rows as bf16 pairs (BF16_DOT), the rows' levels
+  /// and block scales (QUANT), swiglu's partial up sums; each part 64-byte
+  /// aligned (the formula at the top of this file).
   static constexpr int64_t scratch_bytes(int64_t rows) {
     auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
     return (C::HAS_PROLOGUE ? aligned(rows * K * 4) : 0) +
            (BF16_DOT ? aligned(rows * KP * 2) : 0) +
+           (QUANTIZED ? aligned(rows * K) + aligned(rows * KB * 8) : 0) +
            (SWIGLU ? aligned(rows * N * 4) : 0);
+  }
+
+  /// Vectors of columns the quantized register block of M rows works on at
+  /// once (a divisor of NV): as many as keep its int32 dot sums, its f32
+  /// sums and a load of weights per vector in the registers (32 with
+  /// AVX-512, else 16) with two to spare; failing that, its dot sums alone.
+  template <int M> static constexpr int quant_vectors() {
+    constexpr int REGS = V == 16 ? 32 : 16, S = SWIGLU ? 2 : 1;
+    for (int q = NV; q > 1; --q)
+      if (NV % q == 0 && S * q * (2 * M + 1) + 2 <= REGS)
+        return q;
+    for (int q = NV; q > 1; --q)
+      if (NV % q == 0 && S * q * (M + 1) + 2 <= REGS)
+        return q;
+    return 1;
+  }
+
+  /// The quantized register block: rows [m0, m0 + M) x the panel's columns,
+  /// blocks of 32 k in [k0, k0 + kl), into acc (acc2: swiglu's up).
+  template <int M>
+  static void quant_block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
+                          int64_t kl, vfloat (&acc)[M][NV],
+                          vfloat (&acc2)[SWIGLU ? M : 1][NV]) {
+    constexpr int Q = quant_vectors<M>(), S2 = SWIGLU ? Q : 1;
+    const int64_t b0 = k0 / QUANT_BLOCK, nb = kl / QUANT_BLOCK;
+    const uint8_t *w = g.w + (panel * KB + b0) * PANEL_BLOCK;
+    const uint8_t *w2 = SWIGLU ? g.w2 + (panel * KB + b0) * PANEL_BLOCK : w;
+    const int8_t *xq = g.xq + m0 * K + k0;
+    const float *xs = g.xs + 2 * (m0 * KB + b0);
+    for (int j0 = 0; j0 < NV; j0 += Q) {
+      // These columns' sums, in locals: acc could alias xs for all the
+      // compiler knows, which would store them at every block.
+      vfloat sum[M][Q], sum2[SWIGLU ? M : 1][S2];
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < Q; ++j) {
+          sum[i][j] = acc[i][j0 + j];
+          if (SWIGLU)
+            sum2[i][j] = acc2[i][j0 + j];
+        }
+      for (int64_t b = 0; b < nb; ++b) {
+        // The levels: NR scales, then groups of 4 * NR bytes.
+        const uint8_t *wb = w + b * PANEL_BLOCK + 2 * NR + 4 * j0 * V;
+        const uint8_t *wb2 = w2 + b * PANEL_BLOCK + 2 * NR + 4 * j0 * V;
+        const int8_t *xb = xq + b * QUANT_BLOCK;
+        vi32 dot[M][Q], dot2[SWIGLU ? M : 1][S2];
+        for (int i = 0; i < M; ++i)
+          for (int j = 0; j < Q; ++j) {
+            dot[i][j] = vi32{};
+            if (SWIGLU)
+              dot2[i][j] = vi32{};
+          }
+        if constexpr (QUANT == Quant::Q8_0) {
+          for (int grp = 0; grp < 8; ++grp) {
+            vq8 u[Q], u2[S2];
+            for (int j = 0; j < Q; ++j) {
+              u[j] = vload_q8(wb + grp * 4 * NR + 4 * j * V);
+              if (SWIGLU)
+                u2[j] = vload_q8(wb2 + grp * 4 * NR + 4 * j * V);
+            }
+            for (int i = 0; i < M; ++i) {
+              uint32_t x4; // k = 4 grp .. 4 grp + 3 of row i
+              memcpy(&x4, xb + i * K + 4 * grp, sizeof x4);
+              for (int j = 0; j < Q; ++j) {
+                dot[i][j] = vdot_q8(dot[i][j], u[j], x4);
+                if (SWIGLU)
+                  dot2[i][j] = vdot_q8(dot2[i][j], u2[j], x4);
+              }
+            }
+          }
+        } else {
+          for (int p = 0; p < 4; ++p) {
+            // Chunk p: low nibbles are k = 4p.., high nibbles k = 16 + 4p..
+            vu32 lo[Q], hi[Q], lo2[S2], hi2[S2];
+            for (int j = 0; j < Q; ++j) {
+              vu32 raw;
+              memcpy(&raw, wb + p * 4 * NR + 4 * j * V, sizeof raw);
+              lo[j] = raw & 0x0f0f0f0fu;
+              hi[j] = (raw >> 4) & 0x0f0f0f0fu;
+              if (SWIGLU) {
+                memcpy(&raw, wb2 + p * 4 * NR + 4 * j * V, sizeof raw);
+                lo2[j] = raw & 0x0f0f0f0fu;
+                hi2[j] = (raw >> 4) & 0x0f0f0f0fu;
+              }
+            }
+            for (int i = 0; i < M; ++i) {
+              uint32_t xlo, xhi;
+              memcpy(&xlo, xb + i * K + 4 * p, sizeof xlo);
+              memcpy(&xhi, xb + i * K + 16 + 4 * p, sizeof xhi);
+              for (int j = 0; j < Q; ++j) {
+                dot[i][j] = vdot_q4(dot[i][j], lo[j], hi[j], xlo, xhi);
+                if (SWIGLU)
+                  dot2[i][j] = vdot_q4(dot2[i][j], lo2[j], hi2[j], xlo, xhi);
+              }
+            }
+          }
+        }
+        // The weights' scales, then per row its d and offset term.
+        vfloat dw[Q], dw2[S2];
+        for (int j = 0; j < Q; ++j) {
+          dw[j] = vload_f16(w + b * PANEL_BLOCK + 2 * (j0 + j) * V);
+          if (SWIGLU)
+            dw2[j] = vload_f16(w2 + b * PANEL_BLOCK + 2 * (j0 + j) * V);
+        }
+        for (int i = 0; i < M; ++i) {
+          // The exact signed dot product (Quant.h), then the two scales.
+          float dx = xs[2 * (i * KB + b)];
+          int32_t c;
+          memcpy(&c, xs + 2 * (i * KB + b) + 1, sizeof c);
+          for (int j = 0; j < Q; ++j) {
+            sum[i][j] +=
+                dw[j] * (dx * __builtin_convertvector(dot[i][j] - c, vfloat));
+            if (SWIGLU)
+              sum2[i][j] +=
+                  dw2[j] *
+                  (dx * __builtin_convertvector(dot2[i][j] - c, vfloat));
+          }
+        }
+      }
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < Q; ++j) {
+          acc[i][j0 + j] = sum[i][j];
+          if (SWIGLU)
+            acc2[i][j0 + j] = sum2[i][j];
+        }
+    }
   }
 
   /// Rows [m0, m0 + M) x the columns of one panel, reduction [k0, k0 + kl):
@@ -93,9 +261,11 @@ template <class C> struct Gemm {
         if (SWIGLU)
           acc2[i][j] = vfloat{};
       }
-    const wtype *w = g.w + (panel * KP + k0) * NR;
-    const wtype *w2 = SWIGLU ? g.w2 + (panel * KP + k0) * NR : nullptr;
-    if constexpr (BF16_DOT) {
+    if constexpr (QUANTIZED) {
+      quant_block<M>(g, m0, panel, k0, kl, acc, acc2);
+    } else if constexpr (BF16_DOT) {
+      const wtype *w = g.w + (panel * KP + k0) * NR;
+      const wtype *w2 = SWIGLU ? g.w2 + (panel * KP + k0) * NR : nullptr;
       // k0 is even; past an odd K the pair's second half is zero in both.
       const uint16_t *xb = g.xb + m0 * KP + k0;
       for (int64_t k = 0; k < kl; k += 2) {
@@ -116,6 +286,8 @@ template <class C> struct Gemm {
         }
       }
     } else {
+      const wtype *w = g.w + (panel * KP + k0) * NR;
+      const wtype *w2 = SWIGLU ? g.w2 + (panel * KP + k0) * NR : nullptr;
       const float *x = g.x + m0 * K + k0;
       for (int64_t k = 0; k < kl; ++k) {
         vfloat b[NV], b2[SWIGLU ? NV : 1];
@@ -281,10 +453,23 @@ template <class C> struct Gemm {
         to_bf16_pairs(x, xb, K, KP, begin, end);
       });
     }
+    int8_t *xq = nullptr;
+    float *xs = nullptr;
+    if (QUANTIZED) {
+      xq = reinterpret_cast<int8_t *>(next);
+      next += aligned(rows * K);
+      xs = reinterpret_cast<float *>(next);
+      next += aligned(rows * KB * 8);
+      parallel(a, rows, [&](int64_t begin, int64_t end) {
+        quantize_rows_q8(x, xq, xs, K, OFFSET, begin, end);
+      });
+    }
     bool prefill = rows >= C::PREFILL_FROM;
     Args g{};
     g.x = x;
     g.xb = xb;
+    g.xq = xq;
+    g.xs = xs;
     g.w = static_cast<const wtype *>(w);
     g.w2 = static_cast<const wtype *>(w2);
     g.bias = bias;
@@ -295,6 +480,8 @@ template <class C> struct Gemm {
     g.kBlock = prefill ? C::PREFILL_K : C::DECODE_K;
     if (BF16_DOT)
       g.kBlock += g.kBlock & 1; // whole pairs
+    if (QUANTIZED)              // whole blocks of 32
+      g.kBlock = (g.kBlock + QUANT_BLOCK - 1) / QUANT_BLOCK * QUANT_BLOCK;
     g.panelsPerTask = (prefill ? C::PREFILL_N : C::DECODE_N) / NR;
     if (g.panelsPerTask < 1)
       g.panelsPerTask = 1;

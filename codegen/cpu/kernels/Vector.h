@@ -3,8 +3,9 @@
 // Part of Kiln's CPU kernel library. What every kernel family uses: vectors
 // of V floats as GCC/Clang vector extensions (one text serves every ISA; the
 // compiler picks the instructions from its -m flags), loads of f32, f16 and
-// bf16 weights, a vector exp, bf16 dot products, and the runtime's thread
-// pool (runtime/StepABI.h).
+// bf16 weights, a vector exp, bf16 dot products, the integer dot products of
+// quantized weights (vpdpbusd where the CPU has VNNI), and the runtime's
+// thread pool (runtime/StepABI.h).
 //
 // V is KILN_VECTOR_FLOATS, which generated code defines from the target
 // (docs/targets.md); without it, the widest vectors the compiler's flags
@@ -17,7 +18,7 @@
 
 #include "StepABI.h"
 
-#if defined(__AVX512BF16__)
+#if defined(__SSE2__)
 #include <immintrin.h>
 #endif
 #include <math.h>
@@ -137,6 +138,151 @@ inline void to_bf16_pairs(const float *x, uint16_t *y, int64_t k, int64_t kp,
     for (int64_t i = k; i < kp; ++i)
       y[r * kp + i] = 0;
   }
+}
+
+/// v rounded to the nearest integer, ties to even (cvtps2dq in the default
+/// rounding mode, as llama.cpp's AVX quantize_row_q8_0 rounds; AVX-512
+/// states the mode, and its zero-masked form keeps GCC 12 from warning about
+/// _mm512_undefined_epi32). Lanes out of int32's range give INT32_MIN.
+inline vi32 vround(vfloat v) {
+#if KILN_VECTOR_FLOATS == 16 && defined(__AVX512F__)
+  return (vi32)_mm512_maskz_cvt_roundps_epi32(
+      (__mmask16)-1, (__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#elif KILN_VECTOR_FLOATS == 8 && defined(__AVX__)
+  return (vi32)_mm256_cvtps_epi32((__m256)v);
+#elif KILN_VECTOR_FLOATS == 4 && defined(__SSE2__)
+  return (vi32)_mm_cvtps_epi32((__m128)v);
+#else
+  vi32 r;
+  for (int i = 0; i < V; ++i)
+    r[i] = (int32_t)__builtin_rintf(v[i]);
+  return r;
+#endif
+}
+
+//===--- Integer dot products of quantized weights -----------------------===//
+//
+// Each 32-bit lane of a weight vector holds 4 byte levels (4 consecutive k
+// of one column, Quant.h); x4 holds 4 signed activation levels (in
+// -127..127, as Quant.h's quantizer makes them) for the same k, applied to
+// every lane. The dot products add, per lane, sum_i w.byte[i] * x4.byte[i]
+// to int32 accumulators:
+//  - AVX-512 VNNI (V = 16) and AVX-VNNI or AVX-512 VNNI+VL (V = 8): one
+//    vpdpbusd, unsigned weights times signed activations, no saturation.
+//  - AVX2 and AVX-512BW without VNNI: vpmaddubsw (u8 x s8 pairs summed to
+//    int16, saturating) then vpmaddwd by ones to int32. Q4_0 levels (<= 15)
+//    cannot saturate: 2 * 15 * 127 per pair, and the two nibble halves of a
+//    chunk summed in int16 first still only 4 * 15 * 127. Q8_0 levels (up to
+//    255) could, so Q8_0 there multiplies the signed weights q = u - 128:
+//    |q| (as unsigned, up to 128) times x with q's sign (in -127..127), at
+//    most 2 * 128 * 127 = 32512 per pair; its Q8_DOT_OFFSET is then 0.
+//  - portable: the same sums in plain vector-extension code.
+// Q8_DOT_OFFSET is the level vdot_q8 treats as weight zero: the caller takes
+// offset * sum(x) out of the dot product (Quant.h).
+//
+//===----------------------------------------------------------------------===//
+
+#if KILN_VECTOR_FLOATS == 16 && defined(__AVX512VNNI__)
+#define KILN_DOT_VNNI512 1
+#elif KILN_VECTOR_FLOATS == 8 &&                                               \
+    (defined(__AVXVNNI__) ||                                                   \
+     (defined(__AVX512VNNI__) && defined(__AVX512VL__)))
+#define KILN_DOT_VNNI256 1
+#elif KILN_VECTOR_FLOATS == 16 && defined(__AVX512BW__)
+#define KILN_DOT_MADD512 1
+#elif KILN_VECTOR_FLOATS == 8 && defined(__AVX2__)
+#define KILN_DOT_MADD256 1
+#endif
+
+#if defined(KILN_DOT_MADD512) || defined(KILN_DOT_MADD256)
+constexpr int Q8_DOT_OFFSET = 0;
+#else
+constexpr int Q8_DOT_OFFSET = 128;
+#endif
+
+/// V lanes of 4 Q8_0 levels, prepared once per load for vdot_q8: the
+/// levels as stored (u), or where vdot_q8 multiplies signed weights, |q| in
+/// `a` and q in `b`.
+struct vq8 {
+  vu32 a, b;
+};
+inline vq8 vload_q8(const uint8_t *p) {
+  vu32 raw;
+  memcpy(&raw, p, sizeof raw);
+#if defined(KILN_DOT_MADD512)
+  __m512i q = _mm512_xor_si512((__m512i)raw, _mm512_set1_epi8(-128));
+  return {(vu32)_mm512_abs_epi8(q), (vu32)q};
+#elif defined(KILN_DOT_MADD256)
+  __m256i q = _mm256_xor_si256((__m256i)raw, _mm256_set1_epi8(-128));
+  return {(vu32)_mm256_abs_epi8(q), (vu32)q};
+#else
+  return {raw, vu32{}};
+#endif
+}
+
+/// acc + per lane sum_i w.byte[i] * x4.byte[i]: with u the stored levels
+/// where Q8_DOT_OFFSET is 128, with q = u - 128 where it is 0.
+inline vi32 vdot_q8(vi32 acc, const vq8 &w, uint32_t x4) {
+#if defined(KILN_DOT_VNNI512)
+  return (vi32)_mm512_dpbusd_epi32((__m512i)acc, (__m512i)w.a,
+                                   _mm512_set1_epi32((int)x4));
+#elif defined(KILN_DOT_VNNI256) && defined(__AVX512VNNI__)
+  return (vi32)_mm256_dpbusd_epi32((__m256i)acc, (__m256i)w.a,
+                                   _mm256_set1_epi32((int)x4));
+#elif defined(KILN_DOT_VNNI256)
+  return (vi32)_mm256_dpbusd_avx_epi32((__m256i)acc, (__m256i)w.a,
+                                       _mm256_set1_epi32((int)x4));
+#elif defined(KILN_DOT_MADD512)
+  // x with q's sign: -x where q < 0 (where q = 0, |q| = 0 anyway).
+  __m512i x = _mm512_set1_epi32((int)x4);
+  __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask((__m512i)w.b),
+                                    _mm512_setzero_si512(), x);
+  __m512i pairs = _mm512_maddubs_epi16((__m512i)w.a, sx);
+  return acc + (vi32)_mm512_madd_epi16(pairs, _mm512_set1_epi16(1));
+#elif defined(KILN_DOT_MADD256)
+  __m256i sx = _mm256_sign_epi8(_mm256_set1_epi32((int)x4), (__m256i)w.b);
+  __m256i pairs = _mm256_maddubs_epi16((__m256i)w.a, sx);
+  return acc + (vi32)_mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+#else
+  for (int i = 0; i < 4; ++i)
+    acc += (vi32)((w.a >> (8 * i)) & 0xffu) * (int32_t)(int8_t)(x4 >> (8 * i));
+  return acc;
+#endif
+}
+
+/// acc + per lane sum_i lo.byte[i] * xlo.byte[i] + hi.byte[i] *
+/// xhi.byte[i]: one Q4_0 chunk, its low and high nibbles (levels 0..15 in
+/// bytes) against the activations of their k.
+inline vi32 vdot_q4(vi32 acc, vu32 lo, vu32 hi, uint32_t xlo, uint32_t xhi) {
+#if defined(KILN_DOT_VNNI512)
+  __m512i a = _mm512_dpbusd_epi32((__m512i)acc, (__m512i)lo,
+                                  _mm512_set1_epi32((int)xlo));
+  return (vi32)_mm512_dpbusd_epi32(a, (__m512i)hi, _mm512_set1_epi32((int)xhi));
+#elif defined(KILN_DOT_VNNI256) && defined(__AVX512VNNI__)
+  __m256i a = _mm256_dpbusd_epi32((__m256i)acc, (__m256i)lo,
+                                  _mm256_set1_epi32((int)xlo));
+  return (vi32)_mm256_dpbusd_epi32(a, (__m256i)hi, _mm256_set1_epi32((int)xhi));
+#elif defined(KILN_DOT_VNNI256)
+  __m256i a = _mm256_dpbusd_avx_epi32((__m256i)acc, (__m256i)lo,
+                                      _mm256_set1_epi32((int)xlo));
+  return (vi32)_mm256_dpbusd_avx_epi32(a, (__m256i)hi,
+                                       _mm256_set1_epi32((int)xhi));
+#elif defined(KILN_DOT_MADD512)
+  __m512i pairs = _mm512_add_epi16(
+      _mm512_maddubs_epi16((__m512i)lo, _mm512_set1_epi32((int)xlo)),
+      _mm512_maddubs_epi16((__m512i)hi, _mm512_set1_epi32((int)xhi)));
+  return acc + (vi32)_mm512_madd_epi16(pairs, _mm512_set1_epi16(1));
+#elif defined(KILN_DOT_MADD256)
+  __m256i pairs = _mm256_add_epi16(
+      _mm256_maddubs_epi16((__m256i)lo, _mm256_set1_epi32((int)xlo)),
+      _mm256_maddubs_epi16((__m256i)hi, _mm256_set1_epi32((int)xhi)));
+  return acc + (vi32)_mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+#else
+  for (int i = 0; i < 4; ++i)
+    acc += (vi32)((lo >> (8 * i)) & 0xffu) * (int32_t)(int8_t)(xlo >> (8 * i)) +
+           (vi32)((hi >> (8 * i)) & 0xffu) * (int32_t)(int8_t)(xhi >> (8 * i));
+  return acc;
+#endif
 }
 
 /// exp(x) for V lanes at once (Cephes' expf: Cody-Waite reduction by ln 2
