@@ -28,6 +28,7 @@
 #include "codegen/driver/Compiler.h"
 #include "frontends/formats/GGUF.h"
 #include "frontends/formats/Quantize.h"
+#include "frontends/formats/SyntheticModel.h"
 #include "runtime/CompiledModel.h"
 
 #include <gtest/gtest.h>
@@ -271,6 +272,46 @@ TEST_F(EvalModels, QuantizedWeightsAreTheModelsSize) {
     SCOPED_TRACE(file);
     EXPECT_LE(double(packed), 1.05 * double(tensors));
     EXPECT_GE(double(packed), 0.95 * double(tensors));
+  }
+}
+
+// By default an artifact keeps the model file's types, and a tied
+// classifier's table is stored once: the tiny synthetic model (its output
+// projection is token_embd.weight) as F32 and as BF16 GGUFs. Each packs
+// token_embd.weight once, as the classifier's panels, and its weights
+// section is the file's tensor bytes within 5%.
+TEST_F(EvalModels, ModelTypesKeptAndTiedTableStoredOnce) {
+  for (formats::ElementType type :
+       {formats::ElementType::F32, formats::ElementType::BF16}) {
+    const char *name = formats::elementTypeName(type);
+    SCOPED_TRACE(name);
+    std::string file = ::testing::TempDir() + "kiln-eval-tied-" +
+                       std::to_string(getpid()) + "-" + name + ".gguf";
+    formats::SyntheticModelSpec spec{formats::syntheticConfig("tiny"), 3};
+    ASSERT_TRUE(spec.config.tiedClassifier);
+    formats::writeSyntheticGGUF(spec, file, type);
+    uint64_t tensors = 0;
+    {
+      formats::GGUFFile gguf = formats::GGUFFile::open(file);
+      for (const formats::TensorInfo &t : gguf.tensors())
+        tensors += t.bytes;
+    }
+    auto m = runtime::CompiledModel::load(compiled(file, "", "native"));
+    std::remove(file.c_str());
+    EXPECT_EQ(m->manifest().weightType, name);
+    int tables = 0;
+    int64_t packed = 0;
+    for (const runtime::PackedWeight &w :
+         m->manifest().libraries[m->manifest().library].weightEntries) {
+      packed += w.bytes;
+      if (w.name == "token_embd.weight") {
+        ++tables;
+        EXPECT_EQ(w.layout, "panels");
+        EXPECT_EQ(w.type, name);
+      }
+    }
+    EXPECT_EQ(tables, 1);
+    EXPECT_LE(double(packed), 1.05 * double(tensors));
   }
 }
 
