@@ -119,7 +119,7 @@ std::vector<uint8_t> WeightPacker::readBlocks(Value weight, PackedType type,
     }
     return all;
   }
-  std::vector<float> unused = read(weight, name); // throws, naming the op
+  (void)read(weight, name); // throws, naming the op that is not a weight
   throw std::runtime_error("codegen: weight '" + name + "' has no blocks");
 }
 

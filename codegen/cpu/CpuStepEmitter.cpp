@@ -632,7 +632,8 @@ void CpuStepEmitter::emitGemm(Operation *op) {
 
 /// kiln.embedding. An f32 table row-major (a row is a memcpy); a table that
 /// a GEMM also reads (a tied classifier) from that GEMM's panels, so it is
-/// stored once; a quantized table as quantized panels, its blocks kept.
+/// stored once; an f16, bf16 or quantized table as panels of one vector's
+/// rows in its own type (its size kept).
 void CpuStepEmitter::emitEmbedding(EmbeddingOp op) {
   RankedTensorType table = op.getTable().getType();
   int64_t d = table.getDimSize(1);
@@ -646,7 +647,7 @@ void CpuStepEmitter::emitEmbedding(EmbeddingOp op) {
       tableName.empty() ? nullptr : gemmByWeight.lookup(tableName);
   PackedType type = storedType(op.getTable());
   std::string tablePointer, details;
-  if (!tied && !isQuantized(type)) {
+  if (!tied && type == PackedType::F32) {
     instance.config = "static constexpr int64_t D = " + str(d) + ";\n";
     instance.signature = "const kiln_step_args *a, int64_t rows, const "
                          "int32_t *ids, const float *table, float *out";
