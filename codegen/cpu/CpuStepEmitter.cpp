@@ -409,6 +409,9 @@ std::string CpuStepEmitter::kvElementLine() const {
     return "using KvElement = _Float16;\n";
   case PackedType::BF16:
     return "using KvElement = kiln::kernels::bf16;\n";
+  case PackedType::Q8_0:
+  case PackedType::Q4_0:
+    break; // --kv-type is a float type (the driver checks)
   }
   return "";
 }
