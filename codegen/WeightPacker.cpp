@@ -34,10 +34,6 @@ llvm::StringRef packedTypeName(PackedType type) {
   return "?";
 }
 
-int64_t packedTypeBytes(PackedType type) {
-  return type == PackedType::F32 ? 4 : 2;
-}
-
 bool isQuantized(PackedType type) {
   return type == PackedType::Q8_0 || type == PackedType::Q4_0;
 }
