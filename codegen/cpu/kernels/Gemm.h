@@ -191,6 +191,13 @@ template <class C> struct Gemm {
             }
           }
         } else {
+          vq4acc d4[M][Q], d42[SWIGLU ? M : 1][S2];
+          for (int i = 0; i < M; ++i)
+            for (int j = 0; j < Q; ++j) {
+              d4[i][j] = vq4acc{};
+              if (SWIGLU)
+                d42[i][j] = vq4acc{};
+            }
           for (int p = 0; p < 4; ++p) {
             // Chunk p: low nibbles are k = 4p.., high nibbles k = 16 + 4p..
             vu32 lo[Q], hi[Q], lo2[S2], hi2[S2];
@@ -210,12 +217,18 @@ template <class C> struct Gemm {
               memcpy(&xlo, xb + i * K + 4 * p, sizeof xlo);
               memcpy(&xhi, xb + i * K + 16 + 4 * p, sizeof xhi);
               for (int j = 0; j < Q; ++j) {
-                dot[i][j] = vdot_q4(dot[i][j], lo[j], hi[j], xlo, xhi);
+                d4[i][j] = vdot_q4(d4[i][j], lo[j], hi[j], xlo, xhi);
                 if (SWIGLU)
-                  dot2[i][j] = vdot_q4(dot2[i][j], lo2[j], hi2[j], xlo, xhi);
+                  d42[i][j] = vdot_q4(d42[i][j], lo2[j], hi2[j], xlo, xhi);
               }
             }
           }
+          for (int i = 0; i < M; ++i)
+            for (int j = 0; j < Q; ++j) {
+              dot[i][j] = vq4_widen(d4[i][j]);
+              if (SWIGLU)
+                dot2[i][j] = vq4_widen(d42[i][j]);
+            }
         }
         // The weights' scales, then per row its d and offset term.
         vfloat dw[Q], dw2[S2];

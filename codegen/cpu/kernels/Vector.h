@@ -65,10 +65,20 @@ inline vfloat vload(const bf16 *p) {
   memcpy(&v, &w, sizeof v);
   return v;
 }
+/// V f16 weights, widened with one vcvtph2ps where the CPU has F16C (GCC 12
+/// turns __builtin_convertvector of halves into a conversion per lane).
 inline vfloat vload(const _Float16 *p) {
+#if KILN_VECTOR_FLOATS == 16 && defined(__AVX512F__)
+  return (vfloat)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+#elif KILN_VECTOR_FLOATS == 8 && defined(__F16C__)
+  return (vfloat)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+#elif KILN_VECTOR_FLOATS == 4 && defined(__F16C__)
+  return (vfloat)_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)p));
+#else
   vf16 h;
   memcpy(&h, p, sizeof h);
   return __builtin_convertvector(h, vfloat);
+#endif
 }
 inline void vstore(float *p, vfloat v) { memcpy(p, &v, sizeof v); }
 inline vfloat vsplat(float x) { return vfloat{} + x; }
@@ -250,10 +260,20 @@ inline vi32 vdot_q8(vi32 acc, const vq8 &w, uint32_t x4) {
 #endif
 }
 
+/// A Q4_0 block's running dot sums, per lane: int32 where the dot product
+/// adds to int32 (VNNI, portable); on the vpmaddubsw paths 16-bit halves
+/// (the int16 pair sums, added with vpaddw), widened once per block by
+/// vq4_widen instead of once per chunk. That cannot overflow: a block is 4
+/// chunks of 2 vpmaddubsw, each 16-bit sum at most 2 * 15 * 127 = 3810 in
+/// magnitude, so 8 of them stay within 30480 < 32767.
+typedef vi32 vq4acc;
+
 /// acc + per lane sum_i lo.byte[i] * xlo.byte[i] + hi.byte[i] *
 /// xhi.byte[i]: one Q4_0 chunk, its low and high nibbles (levels 0..15 in
-/// bytes) against the activations of their k.
-inline vi32 vdot_q4(vi32 acc, vu32 lo, vu32 hi, uint32_t xlo, uint32_t xhi) {
+/// bytes) against the activations of their k. At most 4 chunks (one block)
+/// between vq4_widen calls.
+inline vq4acc vdot_q4(vq4acc acc, vu32 lo, vu32 hi, uint32_t xlo,
+                      uint32_t xhi) {
 #if defined(KILN_DOT_VNNI512)
   __m512i a = _mm512_dpbusd_epi32((__m512i)acc, (__m512i)lo,
                                   _mm512_set1_epi32((int)xlo));
@@ -271,16 +291,28 @@ inline vi32 vdot_q4(vi32 acc, vu32 lo, vu32 hi, uint32_t xlo, uint32_t xhi) {
   __m512i pairs = _mm512_add_epi16(
       _mm512_maddubs_epi16((__m512i)lo, _mm512_set1_epi32((int)xlo)),
       _mm512_maddubs_epi16((__m512i)hi, _mm512_set1_epi32((int)xhi)));
-  return acc + (vi32)_mm512_madd_epi16(pairs, _mm512_set1_epi16(1));
+  return (vi32)_mm512_add_epi16((__m512i)acc, pairs);
 #elif defined(KILN_DOT_MADD256)
   __m256i pairs = _mm256_add_epi16(
       _mm256_maddubs_epi16((__m256i)lo, _mm256_set1_epi32((int)xlo)),
       _mm256_maddubs_epi16((__m256i)hi, _mm256_set1_epi32((int)xhi)));
-  return acc + (vi32)_mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+  return (vi32)_mm256_add_epi16((__m256i)acc, pairs);
 #else
   for (int i = 0; i < 4; ++i)
     acc += (vi32)((lo >> (8 * i)) & 0xffu) * (int32_t)(int8_t)(xlo >> (8 * i)) +
            (vi32)((hi >> (8 * i)) & 0xffu) * (int32_t)(int8_t)(xhi >> (8 * i));
+  return acc;
+#endif
+}
+
+/// A block's vdot_q4 sums as int32 lanes: the two 16-bit halves added
+/// (vpmaddwd by ones) on the vpmaddubsw paths, else as they are.
+inline vi32 vq4_widen(vq4acc acc) {
+#if defined(KILN_DOT_MADD512)
+  return (vi32)_mm512_madd_epi16((__m512i)acc, _mm512_set1_epi16(1));
+#elif defined(KILN_DOT_MADD256)
+  return (vi32)_mm256_madd_epi16((__m256i)acc, _mm256_set1_epi16(1));
+#else
   return acc;
 #endif
 }
