@@ -30,12 +30,24 @@ llvm::StringRef packedTypeName(PackedType type) {
     return "q8_0";
   case PackedType::Q4_0:
     return "q4_0";
+  case PackedType::Q4_K:
+    return "q4_k";
+  case PackedType::Q5_K:
+    return "q5_k";
+  case PackedType::Q6_K:
+    return "q6_k";
   }
   return "?";
 }
 
 bool isQuantized(PackedType type) {
-  return type == PackedType::Q8_0 || type == PackedType::Q4_0;
+  return type != PackedType::F32 && type != PackedType::F16 &&
+         type != PackedType::BF16;
+}
+
+bool isKQuant(PackedType type) {
+  return type == PackedType::Q4_K || type == PackedType::Q5_K ||
+         type == PackedType::Q6_K;
 }
 
 PackedType packedTypeOf(Type elementType) {
@@ -47,12 +59,84 @@ PackedType packedTypeOf(Type elementType) {
     return PackedType::Q8_0;
   if (isa<Q4_0Type>(elementType))
     return PackedType::Q4_0;
+  if (isa<Q4_KType>(elementType))
+    return PackedType::Q4_K;
+  if (isa<Q5_KType>(elementType))
+    return PackedType::Q5_K;
+  if (isa<Q6_KType>(elementType))
+    return PackedType::Q6_K;
   return PackedType::F32;
 }
 
-int64_t quantizedBlockBytes(PackedType type) {
-  return type == PackedType::Q8_0 ? 34 : 18;
+int64_t quantizedBlockSize(PackedType type) {
+  return isKQuant(type) ? 256 : kQuantBlock;
 }
+
+int64_t quantizedBlockBytes(PackedType type) {
+  switch (type) {
+  case PackedType::Q8_0:
+    return 34;
+  case PackedType::Q4_0:
+    return 18;
+  case PackedType::Q4_K:
+    return 144;
+  case PackedType::Q5_K:
+    return 176;
+  case PackedType::Q6_K:
+    return 210;
+  default:
+    return 0;
+  }
+}
+
+int64_t kQuantPanelColumnBytes(PackedType type) {
+  return type == PackedType::Q4_K ? 148 : type == PackedType::Q5_K ? 180 : 210;
+}
+
+namespace {
+
+/// One row's K-quant super-block `src` (GGUF's bytes) into column c of the
+/// panel super-block `dst` of nr columns (codegen/cpu/kernels/KQuant.h's
+/// layout): the f16 scales as they are, the 6-bit scales and mins of Q4_K
+/// and Q5_K unpacked to bytes in pairs of sub-blocks, the level bytes in
+/// groups of 4 per column.
+void packKQuantColumn(PackedType type, const uint8_t *src, uint8_t *dst,
+                      int64_t nr, int64_t c) {
+  auto groups = [&](const uint8_t *from, int64_t count, uint8_t *to) {
+    for (int64_t g = 0; g < count; ++g)
+      for (int64_t i = 0; i < 4; ++i)
+        to[g * 4 * nr + 4 * c + i] = from[4 * g + i];
+  };
+  if (type == PackedType::Q6_K) {
+    // GGUF: ql[128], qh[64], int8 scales[16], f16 d.
+    dst[2 * c] = src[208];
+    dst[2 * c + 1] = src[209];
+    for (int64_t j = 0; j < 16; ++j)
+      dst[2 * nr + (j / 2) * 2 * nr + 2 * c + j % 2] = src[192 + j];
+    groups(src, 32, dst + 18 * nr);
+    groups(src + 128, 16, dst + 146 * nr);
+    return;
+  }
+  // GGUF: f16 d, f16 dmin, scales[12], (Q5_K: qh[32]), qs[128].
+  dst[2 * c] = src[0];
+  dst[2 * c + 1] = src[1];
+  dst[2 * nr + 2 * c] = src[2];
+  dst[2 * nr + 2 * c + 1] = src[3];
+  for (int j = 0; j < 8; ++j) {
+    uint8_t scale, min;
+    formats::unpackKScaleMin(src + 4, j, scale, min);
+    dst[4 * nr + (j / 2) * 2 * nr + 2 * c + j % 2] = scale;
+    dst[12 * nr + (j / 2) * 2 * nr + 2 * c + j % 2] = min;
+  }
+  if (type == PackedType::Q5_K) {
+    groups(src + 16, 8, dst + 20 * nr);
+    groups(src + 48, 32, dst + 52 * nr);
+  } else {
+    groups(src + 16, 32, dst + 20 * nr);
+  }
+}
+
+} // namespace
 
 WeightPacker::WeightPacker(WeightProvider &provider, const std::string &path)
     : provider(provider), out(path, std::ios::binary | std::ios::trunc),
@@ -99,8 +183,8 @@ std::vector<uint8_t> WeightPacker::readBlocks(Value weight, PackedType type,
     if (packedTypeOf(tensor.getElementType()) != type)
       throw std::runtime_error("codegen: weight '" + name + "' is not " +
                                packedTypeName(type).str() + " blocks");
-    int64_t bytes =
-        tensor.getNumElements() / kQuantBlock * quantizedBlockBytes(type);
+    int64_t bytes = tensor.getNumElements() / quantizedBlockSize(type) *
+                    quantizedBlockBytes(type);
     const uint8_t *data = provider.getBlocks(name, tensor);
     return std::vector<uint8_t>(data, data + bytes);
   }
@@ -219,7 +303,8 @@ int64_t WeightPacker::packPanels(Value weight, int64_t nr, PackedType type,
 int64_t WeightPacker::packQuantizedPanels(Value weight, int64_t nr,
                                           PackedType type) {
   if (!isQuantized(type))
-    throw std::runtime_error("codegen: packQuantizedPanels takes q8_0 or q4_0");
+    throw std::runtime_error("codegen: packQuantizedPanels takes a "
+                             "block-quantized type");
   auto shape = cast<RankedTensorType>(weight.getType()).getShape();
   int64_t n = shape[0], k = shape[1];
   std::string name;
@@ -228,10 +313,28 @@ int64_t WeightPacker::packQuantizedPanels(Value weight, int64_t nr,
       (name + "|qpanels" + llvm::Twine(nr) + "|" + packedTypeName(type)).str();
   if (auto it = packed.find(key); it != packed.end())
     return it->second;
-  if (k % kQuantBlock != 0)
+  const int64_t blockSize = quantizedBlockSize(type);
+  if (k % blockSize != 0)
     throw std::runtime_error("codegen: weight '" + name + "' has rows of " +
                              std::to_string(k) + " values, not whole " +
-                             packedTypeName(type).str() + " blocks of 32");
+                             packedTypeName(type).str() + " blocks of " +
+                             std::to_string(blockSize));
+  if (isKQuant(type)) {
+    // Per panel and super-block: each column's parts (KQuant.h).
+    const int64_t bb = quantizedBlockBytes(type), kb = k / blockSize;
+    const int64_t cb = kQuantPanelColumnBytes(type);
+    const int64_t panels = (n + nr - 1) / nr;
+    std::vector<uint8_t> out(size_t(panels * kb * nr * cb), 0);
+    for (int64_t row = 0; row < n; ++row)
+      for (int64_t b = 0; b < kb; ++b)
+        packKQuantColumn(type, blocks.data() + (row * kb + b) * bb,
+                         out.data() + ((row / nr) * kb + b) * nr * cb, nr,
+                         row % nr);
+    int64_t offset = append(out.data(), int64_t(out.size()));
+    packed[key] = offset;
+    describe(name, "panels", n, k, nr, type, "", offset);
+    return offset;
+  }
   // Per panel and block: nr scales, then the levels in groups of 4 bytes
   // per row (docs/artifact.md, "Quantized panels"). Rows past n stay zero.
   const int64_t bb = quantizedBlockBytes(type), kb = k / kQuantBlock;

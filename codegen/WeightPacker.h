@@ -36,7 +36,7 @@ namespace kiln::codegen {
 
 /// How a packed GEMM weight (or the KV cache, float types only) stores its
 /// elements.
-enum class PackedType { F32, F16, BF16, Q8_0, Q4_0 };
+enum class PackedType { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K };
 
 /// How the values of one k row of a panel are ordered.
 enum class PanelLayout {
@@ -53,19 +53,30 @@ enum class PanelLayout {
 };
 
 llvm::StringRef packedTypeName(PackedType type);
-/// Whether `type` is a block-quantized one (Q8_0, Q4_0).
+/// Whether `type` is a block-quantized one (Q8_0, Q4_0 or a K-quant).
 bool isQuantized(PackedType type);
+/// Whether `type` is a K-quant (Q4_K, Q5_K, Q6_K: super-blocks of 256).
+bool isKQuant(PackedType type);
 /// The packed type that keeps `elementType` (an IR weight element type:
-/// f32, f16, bf16, !kiln.q8_0, !kiln.q4_0) as it is.
+/// f32, f16, bf16, !kiln.q8_0, !kiln.q4_0, !kiln.q4_k, !kiln.q5_k,
+/// !kiln.q6_k) as it is.
 PackedType packedTypeOf(mlir::Type elementType);
 
 /// Quantized panels (docs/artifact.md): per panel of nr rows and block of 32
 /// columns, nr f16 scales, then the levels as unsigned bytes, 4 per row and
 /// group of 4 columns: Q8_0's 8 groups hold q + 128, Q4_0's 4 chunks hold the
 /// block's nibble bytes [4p, 4p + 4) as GGUF stores them.
+/// K-quant panels: per panel of nr rows and super-block of 256 columns,
+/// each row's scales, mins and level bytes in the layout of
+/// codegen/cpu/kernels/KQuant.h (docs/artifact.md).
 constexpr int64_t kQuantBlock = 32;
-/// Bytes of one row's block: 34 (Q8_0) or 18 (Q4_0).
+/// Weights of one block along a row: 32, or 256 for K-quants.
+int64_t quantizedBlockSize(PackedType type);
+/// Bytes of one row's block as GGUF stores it: 34 (Q8_0), 18 (Q4_0), 144
+/// (Q4_K), 176 (Q5_K), 210 (Q6_K).
 int64_t quantizedBlockBytes(PackedType type);
+/// Bytes of one row's super-block in K-quant panels: 148, 180, 210.
+int64_t kQuantPanelColumnBytes(PackedType type);
 
 /// Writes packed weights to a file as they are requested; remembers where
 /// each went so a weight read by several kernels the same way is stored
@@ -80,8 +91,8 @@ public:
   int64_t packPanels(mlir::Value weight, int64_t nr, PackedType type,
                      PanelLayout layout = PanelLayout::Plain,
                      int64_t lanes = 0);
-  /// Offset of `weight` (block-quantized, as `type`: Q8_0 or Q4_0, its
-  /// element type) as quantized panels of `nr` rows. Throws naming the
+  /// Offset of `weight` (block-quantized, as `type`: its element type) as
+  /// quantized panels of `nr` rows. Throws naming the
   /// weight when its blocks are of another type.
   int64_t packQuantizedPanels(mlir::Value weight, int64_t nr, PackedType type);
   /// Offset of `weight` row-major as f32.

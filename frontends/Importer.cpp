@@ -12,8 +12,10 @@
 #include "frontends/formats/Llama2c.h"
 #include "frontends/formats/TokenizerLoaders.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
@@ -50,6 +52,50 @@ std::optional<double> intendedFloat(const formats::GGUFFile &gguf,
       return shortest;
   }
   return value;
+}
+
+/// The values of GGUF's rope_freqs tensor (llama.cpp's converter stores Llama
+/// 3 scaling as one frequency divisor per rotated pair): F32 or F16, 1-D,
+/// headDim / 2 positive finite values. It is a parameter of kiln.rope, not
+/// a weight the step reads.
+std::vector<float> readRopeFreqFactors(const formats::GGUFFile &gguf,
+                                       const formats::TensorInfo &t,
+                                       int64_t headDim,
+                                       const std::string &path) {
+  auto bad = [&](const std::string &what) {
+    return FormatError(path, "tensor '" + t.name + "' (Llama 3 rope scaling) " +
+                                 what);
+  };
+  if (t.type != formats::ElementType::F32 &&
+      t.type != formats::ElementType::F16)
+    throw bad(std::string("is ") + formats::elementTypeName(t.type) +
+              "; expected f32 or f16");
+  if (t.shape.size() != 1 || t.shape[0] != headDim / 2) {
+    std::string shape;
+    for (int64_t d : t.shape)
+      shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    throw bad("has shape [" + shape + "]; expected [" +
+              std::to_string(headDim / 2) +
+              "], one factor per rotated pair of a head of size " +
+              std::to_string(headDim));
+  }
+  std::vector<float> factors(static_cast<size_t>(t.shape[0]));
+  const uint8_t *data = gguf.data(t);
+  for (size_t i = 0; i < factors.size(); ++i) {
+    if (t.type == formats::ElementType::F32) {
+      std::memcpy(&factors[i], data + 4 * i, 4);
+    } else {
+      uint16_t half;
+      std::memcpy(&half, data + 2 * i, 2);
+      factors[i] = formats::halfToFloat(half);
+    }
+    if (!(factors[i] > 0.0f) || !std::isfinite(factors[i]))
+      throw bad("has value " + std::to_string(factors[i]) + " at " +
+                std::to_string(i) +
+                "; every factor must be positive and "
+                "finite");
+  }
+  return factors;
 }
 
 ImportedModel readGGUF(const std::string &path) {
@@ -106,9 +152,8 @@ ImportedModel readGGUF(const std::string &path) {
     s.factor = intendedFloat(gguf, arch + ".rope.scaling.factor").value_or(1.0);
     c.ropeScaling = s;
   }
-  if (gguf.findTensor("rope_freqs.weight"))
-    throw FormatError(path, "tensor 'rope_freqs.weight' (precomputed Llama 3 "
-                            "rope scaling) is not supported yet");
+  if (const formats::TensorInfo *freqs = gguf.findTensor("rope_freqs.weight"))
+    c.ropeFreqFactors = readRopeFreqFactors(gguf, *freqs, c.headDim, path);
   const formats::TensorInfo *embedding = gguf.findTensor("token_embd.weight");
   if (!embedding || embedding->shape.size() != 2)
     throw FormatError(path, "tensor 'token_embd.weight' is missing or not a "

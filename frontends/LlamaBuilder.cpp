@@ -36,6 +36,12 @@ Type kiln::getIRElementType(MLIRContext *context, formats::ElementType type) {
     return Q8_0Type::get(context);
   case formats::ElementType::Q4_0:
     return Q4_0Type::get(context);
+  case formats::ElementType::Q4_K:
+    return Q4_KType::get(context);
+  case formats::ElementType::Q5_K:
+    return Q5_KType::get(context);
+  case formats::ElementType::Q6_K:
+    return Q6_KType::get(context);
   }
   llvm_unreachable("unknown element type");
 }
@@ -155,14 +161,22 @@ Value StepEmitter::attention(Value x, int64_t layer) {
                                 ? RopeLayout::Halves
                                 : RopeLayout::Adjacent);
   RopeScalingAttr scaling;
-  if (const auto &s = config.ropeScaling) {
-    bool llama3 = s->kind == formats::RopeScalingConfig::Kind::Llama3;
+  const std::optional<formats::RopeScalingConfig> &rs = config.ropeScaling;
+  if (!config.ropeFreqFactors.empty()) {
+    // GGUF's rope_freqs, with the file's linear scaling (if any) on top, as
+    // llama.cpp applies both.
+    scaling = RopeScalingAttr::get(
+        builder.getContext(), RopeScalingKind::Factors,
+        APFloat(rs ? rs->factor : 1.0), APFloat(0.0), APFloat(0.0), 0,
+        builder.getDenseF32ArrayAttr(config.ropeFreqFactors));
+  } else if (rs) {
+    bool llama3 = rs->kind == formats::RopeScalingConfig::Kind::Llama3;
     scaling = RopeScalingAttr::get(
         builder.getContext(),
         llama3 ? RopeScalingKind::Llama3 : RopeScalingKind::Linear,
-        APFloat(s->factor), APFloat(llama3 ? s->lowFreqFactor : 0.0),
-        APFloat(llama3 ? s->highFreqFactor : 0.0),
-        llama3 ? s->originalContext : 0);
+        APFloat(rs->factor), APFloat(llama3 ? rs->lowFreqFactor : 0.0),
+        APFloat(llama3 ? rs->highFreqFactor : 0.0),
+        llama3 ? rs->originalContext : 0, DenseF32ArrayAttr());
   }
   FloatAttr theta = builder.getF64FloatAttr(config.ropeTheta);
   q = builder.create<RopeOp>(l, q.getType(), q, positions, layout, theta,

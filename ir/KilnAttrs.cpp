@@ -13,6 +13,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -32,20 +34,39 @@ void KilnDialect::registerAttributes() {
 // RopeScalingAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                        RopeScalingKind kind, APFloat factorValue,
-                        APFloat lowFreqValue, APFloat highFreqValue,
-                        int64_t originalContext) {
+LogicalResult RopeScalingAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, RopeScalingKind kind,
+    APFloat factorValue, APFloat lowFreqValue, APFloat highFreqValue,
+    int64_t originalContext, DenseF32ArrayAttr freqFactors) {
   double factor = factorValue.convertToDouble();
   double lowFreqFactor = lowFreqValue.convertToDouble();
   double highFreqFactor = highFreqValue.convertToDouble();
-  if (!(factor > 0.0))
-    return emitError() << "rope_scaling: factor must be positive, got "
+  if (!(factor > 0.0) || !std::isfinite(factor))
+    return emitError() << "rope_scaling: factor must be positive and finite, "
+                          "got "
                        << factor;
+  if (kind != RopeScalingKind::Factors && freqFactors)
+    return emitError() << "rope_scaling: freq_factors belong to 'factors' "
+                          "scaling, not '"
+                       << stringifyRopeScalingKind(kind) << "'";
+  bool llama3Fields =
+      lowFreqFactor != 0.0 || highFreqFactor != 0.0 || originalContext != 0;
   if (kind == RopeScalingKind::Linear) {
-    if (lowFreqFactor != 0.0 || highFreqFactor != 0.0 || originalContext != 0)
+    if (llama3Fields)
       return emitError() << "rope_scaling: linear scaling takes only a factor";
+    return success();
+  }
+  if (kind == RopeScalingKind::Factors) {
+    if (llama3Fields)
+      return emitError() << "rope_scaling: factors scaling takes only a "
+                            "factor and freq_factors";
+    if (!freqFactors || freqFactors.empty())
+      return emitError() << "rope_scaling: factors scaling needs "
+                            "freq_factors, one per rotated pair";
+    for (auto [i, f] : llvm::enumerate(freqFactors.asArrayRef()))
+      if (!(f > 0.0f) || !std::isfinite(f))
+        return emitError() << "rope_scaling: freq_factors[" << i
+                           << "] must be positive and finite, got " << f;
     return success();
   }
   // llama3

@@ -32,6 +32,35 @@ class Kiln_OptionalI64Parameter<string desc>
   let printer = [{ $_printer << *$_self }];
 }
 
+// A list of f32 that may be absent, `[1.0, 1.5]`, each number printed in the
+// shortest form that reads back as the same f32: the builtin dense array's
+// six digits would change the values a round trip through text.
+class Kiln_OptionalF32ArrayParameter<string desc>
+    : OptionalParameter<"::mlir::DenseF32ArrayAttr", desc> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<::mlir::DenseF32ArrayAttr> {
+    ::llvm::SmallVector<float> values;
+    auto parseOne = [&]() -> ::mlir::ParseResult {
+      ::llvm::APFloat value(0.0f);
+      if (::mlir::failed($_parser.parseFloat(::llvm::APFloat::IEEEsingle(),
+                                             value)))
+        return ::mlir::failure();
+      values.push_back(value.convertToFloat());
+      return ::mlir::success();
+    };
+    if (::mlir::failed($_parser.parseCommaSeparatedList(
+            ::mlir::AsmParser::Delimiter::Square, parseOne)))
+      return ::mlir::failure();
+    return ::mlir::DenseF32ArrayAttr::get($_ctxt, values);
+  }() }];
+  let printer = [{
+    $_printer << '[';
+    ::llvm::interleaveComma($_self.asArrayRef(), $_printer, [&](float value) {
+      $_printer.printFloat(::llvm::APFloat(value));
+    });
+    $_printer << ']';
+  }];
+}
+
 class Kiln_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<Kiln_Dialect, name, traits> {
   let mnemonic = attrMnemonic;
@@ -61,12 +90,15 @@ def Kiln_RopeLayoutAttr : EnumAttr<Kiln_Dialect, Kiln_RopeLayout,
 //===----------------------------------------------------------------------===//
 
 def Kiln_RopeScalingKind : I32EnumAttr<"RopeScalingKind",
-    "rope scaling kind (linear or llama3)", [
+    "rope scaling kind (linear, llama3 or factors)", [
       // Every frequency divided by `factor` (position interpolation).
       I32EnumAttrCase<"Linear", 0, "linear">,
       // Llama 3.1: low frequencies divided by `factor`, high ones kept,
       // a smooth blend in between.
       I32EnumAttrCase<"Llama3", 1, "llama3">,
+      // One divisor per pair, given as numbers: how GGUF files store Llama 3
+      // scaling (the rope_freqs tensor llama.cpp's converter computes).
+      I32EnumAttrCase<"Factors", 2, "factors">,
     ]> {
   let cppNamespace = "::kiln";
   let genSpecializedAttr = 0;
@@ -88,11 +120,19 @@ def Kiln_RopeScalingAttr : Kiln_Attr<"RopeScaling", "rope_scaling"> {
       `f_i / factor` when `λ_i > λ_lo`, and otherwise
       `(1 - s) f_i / factor + s f_i` with
       `s = (L / λ_i - low_freq_factor) / (high_freq_factor - low_freq_factor)`.
+    - `factors`: `f_i' = f_i / freq_factors[i] / factor`, one f32 divisor per
+      rotated pair (`freq_factors` has `d/2` entries, each finite and
+      positive), and `factor` a further divisor for all pairs (1.0 unless
+      the model also has linear scaling). GGUF files hold Llama 3 scaling
+      this way: llama.cpp's converter evaluates the `llama3` formula in f32
+      and stores `freq_factors[i] = f_i / f_i'` as the `rope_freqs` tensor.
 
     ```mlir
     #kiln.rope_scaling<linear, factor = 4.0>
     #kiln.rope_scaling<llama3, factor = 8.0, low_freq_factor = 1.0,
                        high_freq_factor = 4.0, original_context = 8192>
+    #kiln.rope_scaling<factors, factor = 1.0,
+                       freq_factors = [1.0, 1.5, 8.0, 8.0]>
     ```
   }];
   let parameters = (ins
@@ -102,11 +142,13 @@ def Kiln_RopeScalingAttr : Kiln_Attr<"RopeScaling", "rope_scaling"> {
                       "::llvm::APFloat(0.0)">:$low_freq_factor,
     Kiln_F64Parameter<"llama3: high-frequency factor",
                       "::llvm::APFloat(0.0)">:$high_freq_factor,
-    DefaultValuedParameter<"int64_t", "0">:$original_context
+    DefaultValuedParameter<"int64_t", "0">:$original_context,
+    Kiln_OptionalF32ArrayParameter<"factors: divisor of each pair's "
+                                   "frequency">:$freq_factors
   );
   let assemblyFormat = [{
     `<` $kind `,` struct($factor, $low_freq_factor, $high_freq_factor,
-                         $original_context) `>`
+                         $original_context, $freq_factors) `>`
   }];
   let genVerifyDecl = 1;
 }

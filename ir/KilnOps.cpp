@@ -371,6 +371,14 @@ LogicalResult RopeOp::verify() {
                             "rotates pairs of elements";
   if (!(getTheta().convertToDouble() > 0.0))
     return emitOpError() << "theta must be positive";
+  // The attribute checks the factors themselves; only the op knows how many
+  // pairs it rotates.
+  if (RopeScalingAttr scaling = getScalingAttr();
+      scaling && scaling.getKind() == RopeScalingKind::Factors &&
+      static_cast<int64_t>(scaling.getFreqFactors().size()) != headDim / 2)
+    return emitOpError() << "scaling has " << scaling.getFreqFactors().size()
+                         << " freq_factors but a head of size " << headDim
+                         << " rotates " << headDim / 2 << " pairs";
   return verifyTokenCount(*this, getPositions(), "positions",
                           input.getDimSize(0));
 }

@@ -36,7 +36,8 @@ def Kiln_Tensor : Type<RankedTensorOf<[F32, F16, BF16]>.predicate,
 
 def Kiln_WeightTensor : Type<
     RankedTensorOf<[F32, F16, BF16, Kiln_BlockQuantizedType]>.predicate,
-    "ranked tensor of f32, f16, bf16, q8_0 or q4_0 values",
+    "ranked tensor of f32, f16, bf16 or block-quantized (q8_0, q4_0, q4_k, "
+    "q5_k, q6_k) values",
     "::mlir::RankedTensorType">;
 
 // The KV cache, printed in full (`!kiln.kv_cache<...>`) in op signatures.
@@ -348,7 +349,8 @@ def Kiln_RopeOp : Kiln_Op<"rope", [Pure, AllTypesMatch<["input", "result"]>]> {
     `positions[t] * f_i`, with `f_i = theta^(-2i/d)` (after `scaling`, if
     present): `a' = a cos - b sin`, `b' = a sin + b cos`. The `layout` names
     the pair: `adjacent` is `(2i, 2i+1)` (llama2.c, GGUF); `halves` is
-    `(i, i + d/2)` (Hugging Face).
+    `(i, i + d/2)` (Hugging Face). A `factors` scaling has one factor per
+    pair: `d/2` of them.
 
     ```mlir
     %qr = kiln.rope %q, %positions layout<adjacent> theta = 1.0e+04

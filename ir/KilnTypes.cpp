@@ -38,14 +38,21 @@ bool kiln::isActivationElementType(Type type) {
 }
 
 //===----------------------------------------------------------------------===//
-// Q8_0Type / Q4_0Type
+// Q8_0Type / Q4_0Type / Q4_KType / Q5_KType / Q6_KType
 //===----------------------------------------------------------------------===//
 
-// Block layouts follow GGUF (ggml-common.h): an f16 scale, then the values.
+// Block layouts follow GGUF (ggml-common.h): Q8_0/Q4_0 an f16 scale, then the
+// values; the K-quants super-blocks of 256 (KilnTypes.td).
 int64_t Q8_0Type::getBlockSize() const { return 32; }
 int64_t Q8_0Type::getBlockBytes() const { return 2 + 32; }
 int64_t Q4_0Type::getBlockSize() const { return 32; }
 int64_t Q4_0Type::getBlockBytes() const { return 2 + 16; }
+int64_t Q4_KType::getBlockSize() const { return 256; }
+int64_t Q4_KType::getBlockBytes() const { return 2 + 2 + 12 + 128; }
+int64_t Q5_KType::getBlockSize() const { return 256; }
+int64_t Q5_KType::getBlockBytes() const { return 2 + 2 + 12 + 32 + 128; }
+int64_t Q6_KType::getBlockSize() const { return 256; }
+int64_t Q6_KType::getBlockBytes() const { return 128 + 64 + 16 + 2; }
 
 //===----------------------------------------------------------------------===//
 // KVCacheType

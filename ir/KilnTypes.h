@@ -1,6 +1,7 @@
 //===- KilnTypes.h - Types of the kiln dialect ------------------*- C++ -*-===//
 //
-// Part of Kiln. Block-quantized element types (q8_0, q4_0) and the KV cache.
+// Part of Kiln. Block-quantized element types (q8_0, q4_0, q4_k, q5_k, q6_k)
+// and the KV cache.
 //
 //===----------------------------------------------------------------------===//
 

@@ -75,6 +75,59 @@ def Kiln_Q4_0Type : Kiln_Type<"Q4_0", "q4_0",
 }
 
 //===----------------------------------------------------------------------===//
+// Q4_KType, Q5_KType, Q6_KType
+//===----------------------------------------------------------------------===//
+
+def Kiln_Q4_KType : Kiln_Type<"Q4_K", "q4_k",
+    [DeclareTypeInterfaceMethods<Kiln_BlockQuantizedTypeInterface>]> {
+  let summary = "GGUF Q4_K super-block-quantized weight element type";
+  let description = [{
+    Super-blocks of 256 weights along the last dimension, as 8 sub-blocks of
+    32 (144 bytes): an f16 scale `d`, an f16 `dmin`, 12 bytes packing a 6-bit
+    scale `sc[j]` and 6-bit min `m[j]` per sub-block, then 128 bytes of
+    unsigned 4-bit values `q`. Weight `i` of sub-block `j` is
+    `w = d * sc[j] * q[i] - dmin * m[j]`. Byte `l` of the 32-byte group `c`
+    holds sub-block `2c`'s `q[l]` in its low nibble and sub-block `2c + 1`'s
+    in its high nibble.
+
+    ```mlir
+    kiln.weight_decl @"blk.0.ffn_up.weight" : tensor<14336x4096x!kiln.q4_k>
+    ```
+  }];
+}
+
+def Kiln_Q5_KType : Kiln_Type<"Q5_K", "q5_k",
+    [DeclareTypeInterfaceMethods<Kiln_BlockQuantizedTypeInterface>]> {
+  let summary = "GGUF Q5_K super-block-quantized weight element type";
+  let description = [{
+    Q4_K with a fifth bit per weight (176 bytes a super-block of 256): `d`,
+    `dmin`, the 12 bytes of 6-bit scales and mins, 32 bytes of high bits
+    (bit `j` of byte `l` is the high bit of weight `l` of sub-block `j`),
+    then Q4_K's 128 nibble bytes. With `q` in 0..31,
+    `w = d * sc[j] * q[i] - dmin * m[j]`.
+
+    ```mlir
+    kiln.weight_decl @"blk.0.attn_q.weight" : tensor<4096x4096x!kiln.q5_k>
+    ```
+  }];
+}
+
+def Kiln_Q6_KType : Kiln_Type<"Q6_K", "q6_k",
+    [DeclareTypeInterfaceMethods<Kiln_BlockQuantizedTypeInterface>]> {
+  let summary = "GGUF Q6_K super-block-quantized weight element type";
+  let description = [{
+    Super-blocks of 256 weights along the last dimension, as 16 sub-blocks
+    of 16 (210 bytes): 128 bytes of the low 4 bits of each `q`, 64 bytes of
+    their high 2 bits, 16 signed 8-bit scales `sc[j]`, then an f16 `d`. With
+    `q` in 0..63, weight `i` of sub-block `j` is `w = d * sc[j] * (q[i] - 32)`.
+
+    ```mlir
+    kiln.weight_decl @"output.weight" : tensor<128256x4096x!kiln.q6_k>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // KVCacheType
 //===----------------------------------------------------------------------===//
 

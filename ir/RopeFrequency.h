@@ -18,9 +18,11 @@
 namespace kiln {
 
 /// f_i of pair `i` of a head of size `d`: theta^(-2i/d), then linear scaling
-/// (divided by the factor) or llama3 scaling (high frequencies kept, low
+/// (divided by the factor), llama3 scaling (high frequencies kept, low
 /// ones divided by the factor, a blend in between, by wavelength against the
-/// original context).
+/// original context) or factors scaling (divided by the pair's own factor,
+/// then by the common one, the order llama.cpp applies rope_freqs and its
+/// frequency scale in).
 template <typename T> T ropeInverseFrequency(RopeOp op, int64_t i, int64_t d) {
   T theta = T(op.getTheta().convertToDouble());
   T freq = T(1) / std::pow(theta, T(2 * i) / T(d));
@@ -30,6 +32,8 @@ template <typename T> T ropeInverseFrequency(RopeOp op, int64_t i, int64_t d) {
   T factor = T(scaling.getFactor().convertToDouble());
   if (scaling.getKind() == RopeScalingKind::Linear)
     return freq / factor;
+  if (scaling.getKind() == RopeScalingKind::Factors)
+    return freq / T(scaling.getFreqFactors()[i]) / factor;
   T lowFactor = T(scaling.getLowFreqFactor().convertToDouble());
   T highFactor = T(scaling.getHighFreqFactor().convertToDouble());
   T context = T(scaling.getOriginalContext());

@@ -411,6 +411,9 @@ std::string CpuStepEmitter::kvElementLine() const {
     return "using KvElement = kiln::kernels::bf16;\n";
   case PackedType::Q8_0:
   case PackedType::Q4_0:
+  case PackedType::Q4_K:
+  case PackedType::Q5_K:
+  case PackedType::Q6_K:
     break; // --kv-type is a float type (the driver checks)
   }
   return "";
@@ -475,6 +478,9 @@ CpuStepEmitter::gemmPacking(Operation *op, PackedType type, int64_t nr) {
     break;
   case PackedType::Q8_0:
   case PackedType::Q4_0:
+  case PackedType::Q4_K:
+  case PackedType::Q5_K:
+  case PackedType::Q6_K:
     packing.wtype = "uint8_t";
     break;
   }
@@ -494,6 +500,9 @@ int64_t CpuStepEmitter::packGemmWeight(Value weight,
 static std::string quantLine(PackedType type) {
   const char *name = type == PackedType::Q8_0   ? "Q8_0"
                      : type == PackedType::Q4_0 ? "Q4_0"
+                     : type == PackedType::Q4_K ? "Q4_K"
+                     : type == PackedType::Q5_K ? "Q5_K"
+                     : type == PackedType::Q6_K ? "Q6_K"
                                                 : "None";
   return std::string("static constexpr kiln::kernels::Quant QUANT = "
                      "kiln::kernels::Quant::") +
@@ -604,20 +613,26 @@ void CpuStepEmitter::emitGemm(Operation *op) {
                         ", packed " + packedTypeName(packed).str() +
                         " in panels of " + str(nr) +
                         (bf16Dot ? " as k pairs (bf16 dot products)" : "") +
-                        (quantized ? " (integer dot products, activations "
-                                     "quantized per block of 32)"
-                                   : "") +
+                        (quantized ? std::string(" (integer dot products, "
+                                                 "activations quantized per "
+                                                 "block of ") +
+                                         str(quantizedBlockSize(packed)) + ")"
+                                   : std::string()) +
                         "; " + tilesSummary(op);
   std::string name = useKernel(gemm, op, details);
 
   // Scratch (Gemm::scratch_bytes): the normalized rows (f32), the rows as
   // bf16 pairs for bf16 dot products, the rows quantized per block (levels,
-  // then each block's scale and offset term), swiglu's partial up sums.
+  // then each block's scale and offset term: 8 bytes; for K-quants each
+  // super-block's record of 13 words, kernels/KQuant.h), swiglu's partial
+  // up sums.
   auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
   int64_t scratch =
       (normWeight ? aligned(maxTokens * k * 4) : 0) +
       (bf16Dot ? aligned(maxTokens * (k + (k & 1)) * 2) : 0) +
-      (quantized ? aligned(maxTokens * k) + aligned(maxTokens * (k / 32) * 8)
+      (quantized ? aligned(maxTokens * k) +
+                       aligned(maxTokens * (k / quantizedBlockSize(packed)) *
+                               (isKQuant(packed) ? 13 * 4 : 8))
                  : 0) +
       (up ? aligned(maxTokens * n * 4) : 0);
   scratchBytes = std::max(scratchBytes, scratch);

@@ -20,6 +20,10 @@ const std::vector<KernelLibraryFile> &kernelLibrary() {
 #include "kernels/Quant.h.inc"
       },
       {
+          "kernels/KQuant.h",
+#include "kernels/KQuant.h.inc"
+      },
+      {
           "kernels/Elementwise.h",
 #include "kernels/Elementwise.h.inc"
       },

@@ -12,6 +12,7 @@
 #include "codegen/CompileStep.h"
 #include "codegen/WriteArtifact.h"
 #include "codegen/cpu/HostCompiler.h"
+#include "frontends/LlamaBuilder.h"
 #include "frontends/formats/Quantize.h"
 #include "ir/KilnOps.h"
 #include "ir/KilnTypes.h"
@@ -71,39 +72,57 @@ std::optional<codegen::PackedType> forcedWeightType(const std::string &name) {
   return packedType(name);
 }
 
-/// `kiln compile --quantize`: the weights of `inner` with every tensor
-/// llama-quantize --pure would quantize (formats::pureQuantizedType) turned
-/// into `type`'s blocks, each once and kept. quantizeModule declares those
-/// tensors as `type` in the IR, so the packer asks for their blocks (and
-/// gets floats, widened from the blocks, where --dtype asks for floats).
+/// `kiln compile --quantize`: the weights of `inner` with every tensor the
+/// scheme quantizes (formats::schemeTensorType: every matrix for a pure
+/// type, as llama-quantize --pure; llama.cpp's per-tensor mix for q4_k_m)
+/// turned into its type's blocks, each once and kept. quantizeModule
+/// declares those tensors in the IR with their block types, so the packer
+/// asks for their blocks (and gets floats, widened from the blocks, where
+/// --dtype asks for floats).
 class QuantizingWeightProvider : public WeightProvider {
 public:
-  QuantizingWeightProvider(WeightProvider &inner, formats::ElementType type)
-      : inner(inner), type(type) {}
+  QuantizingWeightProvider(WeightProvider &inner,
+                           formats::QuantizationScheme scheme)
+      : inner(inner), scheme(scheme) {}
 
-  /// Declares every tensor of `module` that --pure quantizes as `type`
-  /// (its kiln.weight_decl and kiln.weight ops), remembering the file's
-  /// types to read the floats with.
+  /// Declares every tensor of `module` that the scheme quantizes as its
+  /// type (its kiln.weight_decl and kiln.weight ops), remembering the
+  /// file's types to read the floats with.
   void quantizeModule(ModuleOp module) {
     MLIRContext *context = module.getContext();
-    Type element = type == formats::ElementType::Q8_0
-                       ? Type(Q8_0Type::get(context))
-                       : Type(Q4_0Type::get(context));
+    // The mixes treat layers differently: count each kind's tensors, in
+    // declaration order (the file's), as llama-quantize does.
+    llvm::StringMap<int> kindCount, kindSeen;
+    bool hasOutput = false;
+    for (auto decl : module.getOps<WeightDeclOp>()) {
+      llvm::StringRef name = decl.getSymName();
+      hasOutput |= name == "output.weight";
+      ++kindCount[tensorKind(name)];
+    }
     llvm::StringMap<RankedTensorType> declared;
     for (auto decl : module.getOps<WeightDeclOp>()) {
       RankedTensorType tensor = decl.getTensorType();
+      std::string name = decl.getSymName().str();
       std::vector<int64_t> shape(tensor.getShape().begin(),
                                  tensor.getShape().end());
-      if (formats::pureQuantizedType(shape, type) != type)
+      std::string kind = tensorKind(name);
+      formats::TensorPlacement placement{kindSeen[kind]++, kindCount[kind],
+                                         hasOutput};
+      formats::ElementType type =
+          formats::schemeTensorType(scheme, name, shape, placement);
+      if (!formats::isBlockQuantized(type))
         continue;
-      if (shape.back() % 32 != 0)
+      int64_t block = formats::blockSize(type);
+      if (shape.back() % block != 0)
         throw std::runtime_error(
-            "tensor '" + decl.getSymName().str() + "' has rows of " +
-            std::to_string(shape.back()) +
-            " weights, not a multiple of 32: it cannot be quantized to " +
+            "tensor '" + name + "' has rows of " +
+            std::to_string(shape.back()) + " weights, not a multiple of " +
+            std::to_string(block) + ": it cannot be quantized to " +
             formats::elementTypeName(type));
-      fileTypes[decl.getSymName().str()] = tensor;
-      auto quantized = RankedTensorType::get(tensor.getShape(), element);
+      fileTypes[name] = tensor;
+      types[name] = type;
+      auto quantized = RankedTensorType::get(tensor.getShape(),
+                                             getIRElementType(context, type));
       declared[decl.getSymName()] = quantized;
       decl.setTypeAttr(TypeAttr::get(quantized));
     }
@@ -122,8 +141,8 @@ public:
     if (inserted) {
       const std::vector<uint8_t> &blocks = quantized(name);
       it->second.resize(static_cast<size_t>(tensorType.getNumElements()));
-      formats::dequantize(type, blocks.data(), it->second.data(),
-                          tensorType.getNumElements());
+      formats::dequantize(types.at(name.str()), blocks.data(),
+                          it->second.data(), tensorType.getNumElements());
     }
     return it->second.data();
   }
@@ -136,6 +155,18 @@ public:
   }
 
 private:
+  /// A tensor's kind: its name without the layer ("blk.3.attn_v.weight" ->
+  /// "attn_v.weight").
+  static std::string tensorKind(llvm::StringRef name) {
+    if (name.starts_with("blk.")) {
+      llvm::StringRef rest = name.drop_front(4);
+      size_t dot = rest.find('.');
+      if (dot != llvm::StringRef::npos)
+        return rest.drop_front(dot + 1).str();
+    }
+    return name.str();
+  }
+
   /// The tensor's blocks, rows one after another (throws naming the tensor
   /// when its rows are not whole blocks or hold NaN or infinities).
   const std::vector<uint8_t> &quantized(llvm::StringRef name) {
@@ -144,27 +175,32 @@ private:
       RankedTensorType fileType = fileTypes.at(name.str());
       std::vector<int64_t> shape(fileType.getShape().begin(),
                                  fileType.getShape().end());
-      it->second = formats::quantizeTensor(type, name.str(), shape,
-                                           inner.getWeight(name, fileType));
+      it->second =
+          formats::quantizeTensor(types.at(name.str()), name.str(), shape,
+                                  inner.getWeight(name, fileType));
     }
     return it->second;
   }
 
   WeightProvider &inner;
-  formats::ElementType type;
+  formats::QuantizationScheme scheme;
   std::map<std::string, RankedTensorType> fileTypes;
+  std::map<std::string, formats::ElementType> types;
   std::map<std::string, std::vector<uint8_t>> blocks;
   std::map<std::string, std::vector<float>> widened;
 };
 
-/// --quantize's type, or nothing when it is empty; throws for another name.
-std::optional<formats::ElementType> quantizeType(const std::string &name) {
+/// --quantize's scheme, or nothing when it is empty; throws for another
+/// name.
+std::optional<formats::QuantizationScheme>
+quantizeScheme(const std::string &name) {
   if (name.empty())
     return std::nullopt;
-  if (std::optional<formats::ElementType> t = formats::parseQuantizedType(name))
-    return t;
-  throw std::runtime_error("--quantize must be q8_0 or q4_0, not '" + name +
-                           "'");
+  if (auto scheme = formats::parseQuantizationScheme(name))
+    return scheme;
+  throw std::runtime_error("--quantize must be q8_0, q4_0, q4_k, q5_k, q6_k "
+                           "or q4_k_m, not '" +
+                           name + "'");
 }
 
 /// Copies `artifact` into the cache as `cached`, through a temporary file
@@ -195,17 +231,18 @@ void compileUncached(const CompileOptions &o,
   std::string chatTemplate;
   if (!o.chatTemplate.empty())
     chatTemplate = runtime::readChatTemplateFile(o.chatTemplate);
-  std::optional<formats::ElementType> quantized = quantizeType(o.quantize);
+  std::optional<formats::QuantizationScheme> quantized =
+      quantizeScheme(o.quantize);
   for (auto decl : model.module->getOps<WeightDeclOp>())
     if (isa<BlockQuantizedTypeInterface>(
             decl.getTensorType().getElementType())) {
       if (quantized)
-        throw std::runtime_error(
-            o.model + " already has block-quantized (q8_0/q4_0) weights; "
-                      "--quantize takes f32, f16 or bf16 models");
+        throw std::runtime_error(o.model +
+                                 " already has block-quantized weights; "
+                                 "--quantize takes f32, f16 or bf16 models");
       if (o.notice && !o.dtype.empty())
         o.notice(o.model +
-                 " has block-quantized (q8_0/q4_0) weights; "
+                 " has block-quantized weights; "
                  "--dtype " +
                  o.dtype + " widens them to " + o.dtype);
       break;
@@ -352,7 +389,7 @@ CompileResult compileModel(const CompileOptions &o) {
       parseCompileTargets(o.target);
   forcedWeightType(o.dtype); // check early
   packedType(o.kvType, "--kv-type");
-  quantizeType(o.quantize);
+  quantizeScheme(o.quantize);
   if (o.output.empty() && o.emitSource.empty())
     throw std::runtime_error("kiln compile needs -o ARTIFACT, --emit-source "
                              "DIR or both");

@@ -11,11 +11,21 @@
 #include <cstring>
 #include <limits>
 
+// The K-quant weights are d*sc*q - dmin*m: a multiply and a subtract that a
+// compiler allowed to contract would fuse into one FMA, rounding once where
+// llama.cpp rounds twice.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 namespace kiln::formats {
 
 namespace {
 
 constexpr int64_t kQuantBlock = 32;
+constexpr int64_t kSuperBlock = 256;
 
 uint16_t loadU16(const uint8_t *p) {
   return static_cast<uint16_t>(p[0] | (p[1] << 8));
@@ -53,6 +63,12 @@ const char *elementTypeName(ElementType type) {
     return "q8_0";
   case ElementType::Q4_0:
     return "q4_0";
+  case ElementType::Q4_K:
+    return "q4_k";
+  case ElementType::Q5_K:
+    return "q5_k";
+  case ElementType::Q6_K:
+    return "q6_k";
   }
   return "unknown";
 }
@@ -66,6 +82,10 @@ int64_t blockSize(ElementType type) {
   case ElementType::Q8_0:
   case ElementType::Q4_0:
     return kQuantBlock;
+  case ElementType::Q4_K:
+  case ElementType::Q5_K:
+  case ElementType::Q6_K:
+    return kSuperBlock;
   }
   return 1;
 }
@@ -81,6 +101,12 @@ int64_t blockBytes(ElementType type) {
     return 2 + kQuantBlock;
   case ElementType::Q4_0:
     return 2 + kQuantBlock / 2;
+  case ElementType::Q4_K: // d, dmin, 12 scale bytes, 4-bit levels
+    return 2 + 2 + 12 + kSuperBlock / 2;
+  case ElementType::Q5_K: // as Q4_K, plus one high bit per weight
+    return 2 + 2 + 12 + kSuperBlock / 8 + kSuperBlock / 2;
+  case ElementType::Q6_K: // low nibbles, high 2 bits, 16 scales, d
+    return kSuperBlock / 2 + kSuperBlock / 4 + kSuperBlock / 16 + 2;
   }
   return 4;
 }
@@ -182,6 +208,70 @@ uint16_t floatToBf16(float f) {
 // Dequantization
 //===----------------------------------------------------------------------===//
 
+void unpackKScaleMin(const uint8_t *scales12, int j, uint8_t &scale,
+                     uint8_t &min) {
+  if (j < 4) {
+    scale = scales12[j] & 63;
+    min = scales12[j + 4] & 63;
+    return;
+  }
+  scale = static_cast<uint8_t>((scales12[j + 4] & 0x0f) |
+                               ((scales12[j - 4] >> 6) << 4));
+  min =
+      static_cast<uint8_t>((scales12[j + 4] >> 4) | ((scales12[j] >> 6) << 4));
+}
+
+namespace {
+
+/// One Q4_K (`highBits` null) or Q5_K block: sub-block j's weights are
+/// d*sc[j] * q - dmin*m[j], both products rounded to float first.
+void dequantizeQ4Q5KBlock(const uint8_t *block, const uint8_t *highBits,
+                          const uint8_t *nibbles, float *out) {
+  float d = halfToFloat(loadU16(block));
+  float dmin = halfToFloat(loadU16(block + 2));
+  const uint8_t *scales = block + 4;
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    unpackKScaleMin(scales, j, sc, m);
+    float scale = d * static_cast<float>(sc);
+    float offset = dmin * static_cast<float>(m);
+    // Sub-blocks 2c and 2c+1 share nibble bytes 32c..32c+31 (low, high)
+    // and fifth bits 2c, 2c+1.
+    const uint8_t *bytes = nibbles + 32 * (j / 2);
+    int shift = (j % 2) * 4;
+    for (int l = 0; l < 32; ++l) {
+      int q = (bytes[l] >> shift) & 0x0f;
+      if (highBits && (highBits[l] >> j) & 1)
+        q += 16;
+      out[32 * j + l] = scale * static_cast<float>(q) - offset;
+    }
+  }
+}
+
+/// Level (0..63) of weight i (0..255) of a Q6_K block.
+int q6KLevel(const uint8_t *ql, const uint8_t *qh, int i) {
+  int half = i / 128, k = (i % 128) / 32, l = i % 32;
+  uint8_t low = ql[64 * half + 32 * (k & 1) + l];
+  int nibble = k < 2 ? (low & 0x0f) : (low >> 4);
+  int high = (qh[32 * half + l] >> (2 * k)) & 3;
+  return nibble | (high << 4);
+}
+
+/// One Q6_K block: w = d*scale * (q - 32), d*scale rounded first.
+void dequantizeQ6KBlock(const uint8_t *block, float *out) {
+  const uint8_t *ql = block, *qh = block + 128, *scales = block + 192;
+  float d = halfToFloat(loadU16(block + 208));
+  for (int i = 0; i < kSuperBlock; ++i) {
+    int scale = scales[i / 16];
+    if (scale >= 128) // two's-complement int8
+      scale -= 256;
+    float ds = d * static_cast<float>(scale);
+    out[i] = ds * static_cast<float>(q6KLevel(ql, qh, i) - 32);
+  }
+}
+
+} // namespace
+
 void dequantize(ElementType type, const uint8_t *src, float *dst, int64_t n) {
   if (n <= 0)
     return;
@@ -225,6 +315,21 @@ void dequantize(ElementType type, const uint8_t *src, float *dst, int64_t n) {
         out[j + kQuantBlock / 2] = d * static_cast<float>(high - 8);
       }
     }
+    return;
+  case ElementType::Q4_K:
+  case ElementType::Q5_K: {
+    bool five = type == ElementType::Q5_K;
+    for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+      const uint8_t *block = src + b * blockBytes(type);
+      const uint8_t *highBits = five ? block + 16 : nullptr;
+      const uint8_t *nibbles = block + (five ? 48 : 16);
+      dequantizeQ4Q5KBlock(block, highBits, nibbles, dst + b * kSuperBlock);
+    }
+    return;
+  }
+  case ElementType::Q6_K:
+    for (int64_t b = 0; b < n / kSuperBlock; ++b)
+      dequantizeQ6KBlock(src + b * blockBytes(type), dst + b * kSuperBlock);
     return;
   }
 }

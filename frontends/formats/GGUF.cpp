@@ -63,6 +63,12 @@ std::optional<ElementType> elementTypeFromGGML(uint32_t type) {
     return ElementType::Q4_0;
   case 8:
     return ElementType::Q8_0;
+  case 12:
+    return ElementType::Q4_K;
+  case 13:
+    return ElementType::Q5_K;
+  case 14:
+    return ElementType::Q6_K;
   case 30:
     return ElementType::BF16;
   default:
@@ -536,7 +542,7 @@ GGUFFile GGUFFile::read(std::shared_ptr<const MappedFile> mapped) {
               (name ? std::string(name) + " (ggml type " +
                           std::to_string(ggmlType) + ")"
                     : "ggml type " + std::to_string(ggmlType)) +
-              "; Kiln reads f32, f16, bf16, q8_0 and q4_0");
+              "; Kiln reads f32, f16, bf16, q8_0, q4_0, q4_k, q5_k and q6_k");
     }
     info.type = *type;
     uint64_t relativeOffset = in.readU64("tensor data offset");

@@ -8,6 +8,7 @@
 #include "frontends/formats/ModelFileOutput.h"
 #include "frontends/formats/ModelWriters.h"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace kiln::formats {
@@ -83,16 +84,52 @@ void addVocabulary(GGUFWriter &gguf, const TokenizerSpec &vocab) {
 
 } // namespace
 
+std::vector<float> ggufRopeFreqFactors(const ModelConfig &c) {
+  if (!c.ropeFreqFactors.empty())
+    return c.ropeFreqFactors;
+  if (!c.ropeScaling || c.ropeScaling->kind != RopeScalingConfig::Kind::Llama3)
+    return {};
+  // The converter's arithmetic (convert_hf_to_gguf.py, LlamaModel): torch
+  // f32 tensors, Python numbers rounded to f32 where they meet one. `x / t`
+  // for a number x and tensor t is torch's reciprocal(t) * x; `t / x` is a
+  // true division. Factors outside the blend are the exact numbers 1 and
+  // `factor`.
+  const RopeScalingConfig &s = *c.ropeScaling;
+  if (!(s.lowFreqFactor > 0.0) || !(s.highFreqFactor > s.lowFreqFactor) ||
+      s.originalContext <= 0 || !(s.factor > 0.0))
+    throw std::invalid_argument(
+        "llama3 rope scaling needs factor > 0, 0 < low_freq_factor < "
+        "high_freq_factor and a positive original context");
+  const double context = static_cast<double>(s.originalContext);
+  const float lowWavelength = static_cast<float>(context / s.lowFreqFactor);
+  const float highWavelength = static_cast<float>(context / s.highFreqFactor);
+  const float twoPi = static_cast<float>(2 * M_PI);
+  const float factor = static_cast<float>(s.factor);
+  std::vector<float> factors;
+  for (int64_t i = 0; i < c.headDim / 2; ++i) {
+    float exponent = static_cast<float>(2 * i) / static_cast<float>(c.headDim);
+    float freq = 1.0f / std::pow(static_cast<float>(c.ropeTheta), exponent);
+    float wavelength = (1.0f / freq) * twoPi;
+    if (wavelength < highWavelength) {
+      factors.push_back(1.0f);
+    } else if (wavelength > lowWavelength) {
+      factors.push_back(factor);
+    } else {
+      float smooth = ((1.0f / wavelength) * static_cast<float>(context) -
+                      static_cast<float>(s.lowFreqFactor)) /
+                     static_cast<float>(s.highFreqFactor - s.lowFreqFactor);
+      factors.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
+    }
+  }
+  return factors;
+}
+
 void addGGUFModelMetadata(GGUFWriter &gguf, const ModelConfig &c,
                           const GGUFModelOptions &options) {
   const std::string &a = c.architecture;
   if (a != "llama" && a != "qwen2")
     throw std::invalid_argument("GGUF architecture '" + a +
                                 "' is not written (llama, qwen2)");
-  if (c.ropeScaling && c.ropeScaling->kind != RopeScalingConfig::Kind::Linear)
-    throw std::invalid_argument("GGUF holds Llama 3 RoPE scaling as a "
-                                "rope_freqs tensor, which Kiln does not "
-                                "write or read");
   auto addU32 = [&](const std::string &key, int64_t v) {
     gguf.addU32(key, static_cast<uint32_t>(v));
   };
@@ -112,7 +149,9 @@ void addGGUFModelMetadata(GGUFWriter &gguf, const ModelConfig &c,
               static_cast<float>(c.normEpsilon));
   if (c.slidingWindow)
     addU32(a + ".attention.sliding_window", c.slidingWindow);
-  if (c.ropeScaling) {
+  // Llama 3 scaling is no metadata key: llama.cpp's converter writes none
+  // and stores the rope_freqs tensor (writeGGUFModel) instead.
+  if (c.ropeScaling && c.ropeScaling->kind == RopeScalingConfig::Kind::Linear) {
     gguf.addString(a + ".rope.scaling.type", "linear");
     gguf.addF32(a + ".rope.scaling.factor",
                 static_cast<float>(c.ropeScaling->factor));
@@ -132,16 +171,27 @@ uint64_t writeGGUFModel(const ModelConfig &config, const TensorSource &weights,
   requireValidConfig(config, path);
   requireStorableType(options.type, "GGUF");
   GGUFWriter meta;
+  std::vector<float> ropeFreqs;
   try {
     addGGUFModelMetadata(meta, config, options);
+    ropeFreqs = ggufRopeFreqFactors(config);
   } catch (const std::invalid_argument &e) {
     throw std::invalid_argument(path + ": " + e.what());
   }
 
   // The tensors are declared with their sizes and streamed after the
-  // header, each at the aligned offset the directory gives it.
+  // header, each at the aligned offset the directory gives it. rope_freqs
+  // comes first, where llama.cpp's converter puts its generated tensors.
+  const std::string ropeFreqsName = "rope_freqs.weight";
+  if (!ropeFreqs.empty())
+    meta.declareTensor(ropeFreqsName, {static_cast<int64_t>(ropeFreqs.size())},
+                       ElementType::F32, ropeFreqs.size() * sizeof(float));
   std::vector<ElementType> stored;
   for (const ModelTensor &t : weights.tensors()) {
+    if (!ropeFreqs.empty() && t.name == ropeFreqsName)
+      throw std::invalid_argument(path + ": tensor '" + ropeFreqsName +
+                                  "' is in the weights and made from the "
+                                  "config's rope scaling too");
     ElementType type = t.shape.size() == 1 ? ElementType::F32 : options.type;
     stored.push_back(type);
     meta.declareTensor(t.name, t.shape, type, storedBytes(t, type));
@@ -149,6 +199,10 @@ uint64_t writeGGUFModel(const ModelConfig &config, const TensorSource &weights,
 
   OutputFile out(path);
   out.write(meta.header());
+  if (!ropeFreqs.empty()) {
+    out.write(ropeFreqs.data(), ropeFreqs.size() * sizeof(float));
+    out.pad(meta.alignment());
+  }
   for (size_t i = 0; i < weights.tensors().size(); ++i) {
     writeTensorValues(out, weights, weights.tensors()[i], stored[i], config,
                       storedPairs(config));

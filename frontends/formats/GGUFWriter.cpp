@@ -147,6 +147,12 @@ uint32_t GGUFWriter::ggmlType(ElementType type) {
     return 2;
   case ElementType::Q8_0:
     return 8;
+  case ElementType::Q4_K:
+    return 12;
+  case ElementType::Q5_K:
+    return 13;
+  case ElementType::Q6_K:
+    return 14;
   case ElementType::BF16:
     return 30;
   }

@@ -81,6 +81,11 @@ void requireHFConfig(const ModelConfig &c, const std::string &dir) {
   if (c.architecture != "llama" && c.architecture != "qwen2")
     throw std::invalid_argument(dir + ": architecture '" + c.architecture +
                                 "' is not written (llama, qwen2)");
+  // rope_scaling names a formula; arbitrary factors (from a GGUF) have none.
+  if (!c.ropeFreqFactors.empty())
+    throw std::invalid_argument(dir + ": config.json has no place for "
+                                      "per-pair rope frequency factors "
+                                      "(GGUF's rope_freqs)");
 }
 
 ordered_json configJson(const ModelConfig &c, const HuggingFaceOptions &o) {

@@ -44,7 +44,7 @@ void requireLlama2cConfig(const ModelConfig &c, const std::string &path) {
     refuse("QKV biases (Qwen2); write GGUF or a Hugging Face directory");
   if (c.slidingWindow)
     refuse("a sliding window");
-  if (c.ropeScaling)
+  if (c.ropeScaling || !c.ropeFreqFactors.empty())
     refuse("RoPE scaling");
   if (c.ropeTheta != 10000.0)
     refuse("RoPE theta " + shortest(c.ropeTheta) +

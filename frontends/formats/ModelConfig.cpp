@@ -6,6 +6,7 @@
 
 #include "frontends/formats/ModelConfig.h"
 
+#include <cmath>
 #include <sstream>
 
 namespace kiln::formats {
@@ -37,6 +38,22 @@ std::optional<std::string> ModelConfig::validate() const {
     return "norm epsilon must be non-negative";
   if (slidingWindow < 0)
     return "sliding window must be non-negative";
+  if (!ropeFreqFactors.empty()) {
+    if (static_cast<int64_t>(ropeFreqFactors.size()) != headDim / 2)
+      return "rope frequency factors: " +
+             std::to_string(ropeFreqFactors.size()) +
+             " given, a head of size " + std::to_string(headDim) + " rotates " +
+             std::to_string(headDim / 2) + " pairs";
+    for (size_t i = 0; i < ropeFreqFactors.size(); ++i)
+      if (!(ropeFreqFactors[i] > 0.0f) || !std::isfinite(ropeFreqFactors[i])) {
+        os << "rope frequency factor " << i
+           << " must be positive and finite, got " << ropeFreqFactors[i];
+        return os.str();
+      }
+    if (ropeScaling && ropeScaling->kind == RopeScalingConfig::Kind::Llama3)
+      return "rope frequency factors and llama3 rope scaling both given; "
+             "the factors are how GGUF stores llama3 scaling";
+  }
   // Sizes beyond this are not a Llama we can run; they are a corrupt header.
   constexpr int64_t kLimit = int64_t(1) << 24;
   if (dim > kLimit || hiddenDim > kLimit || numLayers > 4096 ||

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln::formats {
 
@@ -38,14 +39,20 @@ struct ModelConfig {
   double ropeTheta = 10000.0;
   RopePairs ropePairs = RopePairs::Adjacent;
   std::optional<RopeScalingConfig> ropeScaling;
+  /// Per-pair divisors of the rotary frequencies, headDim / 2 of them, or
+  /// empty: GGUF's rope_freqs tensor, how llama.cpp's converter stores Llama
+  /// 3 scaling (computed from a llama3 RopeScalingConfig, which a config
+  /// with factors does not also have). Applied before linear scaling.
+  std::vector<float> ropeFreqFactors;
   double normEpsilon = 1e-5;
   int64_t slidingWindow = 0;  ///< 0: full causal attention.
   bool tiedClassifier = true; ///< Classifier shares token_embd.weight.
   bool qkvBias = false;       ///< Qwen2: biases on the Q, K, V projections.
 
   /// Checks the numbers agree with each other (positive sizes, heads divide
-  /// the width, kv heads divide heads, even head size); returns a message
-  /// naming the first problem, or nothing.
+  /// the width, kv heads divide heads, even head size, one positive finite
+  /// rope frequency factor per pair); returns a message naming the first
+  /// problem, or nothing.
   std::optional<std::string> validate() const;
 };
 

@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::formats {
 
@@ -73,13 +74,22 @@ struct GGUFModelOptions {
 /// general.name, general.file_type, the <arch>.* hyperparameters (with
 /// attention.sliding_window, rope.scaling.* for linear scaling, and
 /// attention.key_length/value_length when the head size is not dim /
-/// heads) and the vocabulary. Tests add tensors or more keys after it.
-/// Throws std::invalid_argument for what GGUF cannot describe (another
-/// architecture, Llama 3 RoPE scaling, a vocabulary of another kind).
+/// heads) and the vocabulary. Llama 3 scaling has no key: it is the
+/// rope_freqs tensor (ggufRopeFreqFactors). Tests add tensors or more keys
+/// after it. Throws std::invalid_argument for what GGUF cannot describe
+/// (another architecture, a vocabulary of another kind).
 void addGGUFModelMetadata(GGUFWriter &gguf, const ModelConfig &config,
                           const GGUFModelOptions &options = {});
 
-/// Writes a GGUF v3 file: addGGUFModelMetadata, then every tensor of
+/// The values of GGUF's rope_freqs tensor for `config`: its
+/// ropeFreqFactors if it has them; for llama3 scaling, the divisor of each
+/// pair's frequency as llama.cpp's converter computes it, in the same f32
+/// arithmetic (1 for short wavelengths, `factor` for long ones, the
+/// reciprocal of the blend between); otherwise none.
+std::vector<float> ggufRopeFreqFactors(const ModelConfig &config);
+
+/// Writes a GGUF v3 file: addGGUFModelMetadata, then rope_freqs.weight (F32,
+/// headDim / 2) when ggufRopeFreqFactors gives values, then every tensor of
 /// `weights` in its order, shapes as the source gives them. Returns the
 /// bytes written.
 uint64_t writeGGUFModel(const ModelConfig &config, const TensorSource &weights,

@@ -80,49 +80,91 @@ int64_t rowsOf(const TensorInfo &t) {
   return rows;
 }
 
-} // namespace
-
-uint64_t quantizeGGUFFile(const std::string &input, const std::string &output,
-                          ElementType type,
-                          const std::map<std::string, ElementType> &overrides) {
-  if (!isBlockQuantized(type))
-    throw std::invalid_argument(std::string("cannot quantize to ") +
-                                elementTypeName(type) + " (q8_0, q4_0)");
-  GGUFFile in = GGUFFile::open(input);
-
-  // What each tensor becomes, checked before anything is written.
-  std::vector<ElementType> stored;
-  GGUFWriter out;
-  for (const TensorInfo &t : in.tensors()) {
-    ElementType to = pureQuantizedType(t.shape, type);
-    if (isBlockQuantized(t.type))
-      throw std::invalid_argument(input + ": tensor '" + t.name +
-                                  "' is already " + elementTypeName(t.type) +
-                                  "; quantize an f32, f16 or bf16 model");
-    if (auto it = overrides.find(t.name); it != overrides.end()) {
-      if (it->second != t.type && !isBlockQuantized(it->second))
-        throw std::invalid_argument(
-            input + ": tensor '" + t.name + "' can be kept as " +
-            elementTypeName(t.type) + " or quantized, not converted to " +
-            elementTypeName(it->second));
-      to = it->second == t.type ? ElementType::F32 : it->second;
-    }
-    if (to == ElementType::F32) {
-      to = t.type; // 1-D tensors are copied as they are
-    } else if (!rowBytes(to, t.shape.back())) {
+/// What tensor `t` of `input` is stored as: `to` (F32: kept as it is)
+/// unless `overrides` names it. Throws std::invalid_argument for a tensor
+/// that cannot be stored so.
+ElementType storedType(const std::string &input, const TensorInfo &t,
+                       ElementType to,
+                       const std::map<std::string, ElementType> &overrides) {
+  if (isBlockQuantized(t.type))
+    throw std::invalid_argument(input + ": tensor '" + t.name +
+                                "' is already " + elementTypeName(t.type) +
+                                "; quantize an f32, f16 or bf16 model");
+  if (auto it = overrides.find(t.name); it != overrides.end()) {
+    if (it->second != t.type && !isBlockQuantized(it->second))
       throw std::invalid_argument(
-          input + ": tensor '" + t.name + "' has rows of " +
-          std::to_string(t.shape.back()) +
-          " weights, not a multiple of 32: it cannot be quantized to " +
-          elementTypeName(to));
-    }
-    stored.push_back(to);
+          input + ": tensor '" + t.name + "' can be kept as " +
+          elementTypeName(t.type) + " or quantized, not converted to " +
+          elementTypeName(it->second));
+    to = it->second == t.type ? ElementType::F32 : it->second;
   }
-  for (const auto &[name, ignored] : overrides)
+  if (to == ElementType::F32)
+    return t.type; // 1-D tensors are copied as they are
+  if (!rowBytes(to, t.shape.back()))
+    throw std::invalid_argument(
+        input + ": tensor '" + t.name + "' has rows of " +
+        std::to_string(t.shape.back()) + " weights, not a multiple of " +
+        std::to_string(blockSize(to)) + ": it cannot be quantized to " +
+        elementTypeName(to));
+  return to;
+}
+
+/// Throws unless every tensor `overrides` names is in `in`.
+void requireOverridden(const std::string &input, const GGUFFile &in,
+                       const std::map<std::string, ElementType> &overrides) {
+  for (const auto &[name, type] : overrides)
     if (!in.findTensor(name))
       throw std::invalid_argument(input + ": no tensor '" + name +
-                                  "' to store as " + elementTypeName(ignored));
+                                  "' to store as " + elementTypeName(type));
+}
 
+/// Where each tensor of `in` sits for the layered rules of the mixes:
+/// running counts of attn_v and ffn_down tensors, as llama.cpp's quantizer
+/// keeps them (llama_model_quantize_impl, llama_tensor_get_type).
+std::vector<TensorPlacement> placements(const GGUFFile &in) {
+  int attentionV = 0, ffnDown = 0;
+  bool hasOutput = false;
+  for (const TensorInfo &t : in.tensors()) {
+    if (t.name.find("attn_v.weight") != std::string::npos ||
+        t.name.find("attn_qkv.weight") != std::string::npos ||
+        t.name.find("attn_kv_b.weight") != std::string::npos)
+      ++attentionV;
+    else if (t.name == "output.weight")
+      hasOutput = true;
+    if (t.name.find("ffn_down") != std::string::npos && t.shape.size() >= 2)
+      ++ffnDown;
+  }
+  // llama.cpp counts ffn_down against the model's block count.
+  int blocks = ffnDown;
+  if (auto arch = in.getString("general.architecture"))
+    if (auto count = in.getInt(*arch + ".block_count"))
+      blocks = static_cast<int>(*count);
+
+  std::vector<TensorPlacement> result;
+  int seenV = 0, seenDown = 0;
+  for (const TensorInfo &t : in.tensors()) {
+    TensorPlacement at;
+    at.hasOutput = hasOutput;
+    if (t.name.find("attn_v.weight") != std::string::npos) {
+      at.layer = seenV++;
+      at.layerCount = attentionV;
+    } else if (t.name.find("ffn_down") != std::string::npos &&
+               t.shape.size() >= 2) {
+      at.layer = seenDown++;
+      at.layerCount = blocks;
+    }
+    result.push_back(at);
+  }
+  return result;
+}
+
+/// Writes `in`'s metadata (general.file_type set to `fileType`) and its
+/// tensors, tensor i stored as `stored[i]`, to `output`.
+uint64_t writeQuantized(const std::string &input, const std::string &output,
+                        const GGUFFile &in,
+                        const std::vector<ElementType> &stored,
+                        uint32_t fileType) {
+  GGUFWriter out;
   // The metadata in the input's order, with the file type replaced.
   bool hasFileType = false, hasQuantVersion = false;
   for (const std::string &key : in.keys()) {
@@ -130,7 +172,7 @@ uint64_t quantizeGGUFFile(const std::string &input, const std::string &output,
     if (key == "general.alignment") {
       out.setAlignment(static_cast<uint32_t>(*in.getInt(key)));
     } else if (key == "general.file_type") {
-      out.addU32(key, llamaFileType(type));
+      out.addU32(key, fileType);
       hasFileType = true;
     } else if (key == "general.quantization_version") {
       out.addU32(key, kQuantizationVersion);
@@ -143,7 +185,7 @@ uint64_t quantizeGGUFFile(const std::string &input, const std::string &output,
   if (!hasQuantVersion)
     out.addU32("general.quantization_version", kQuantizationVersion);
   if (!hasFileType)
-    out.addU32("general.file_type", llamaFileType(type));
+    out.addU32("general.file_type", fileType);
 
   const std::vector<TensorInfo> &tensors = in.tensors();
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -181,6 +223,42 @@ uint64_t quantizeGGUFFile(const std::string &input, const std::string &output,
     std::remove(output.c_str());
     throw;
   }
+}
+
+} // namespace
+
+uint64_t quantizeGGUFFile(const std::string &input, const std::string &output,
+                          ElementType type,
+                          const std::map<std::string, ElementType> &overrides) {
+  if (!isBlockQuantized(type))
+    throw std::invalid_argument(std::string("cannot quantize to ") +
+                                elementTypeName(type) +
+                                " (q8_0, q4_0, q4_k, q5_k, q6_k)");
+  GGUFFile in = GGUFFile::open(input);
+  // What each tensor becomes, checked before anything is written.
+  std::vector<ElementType> stored;
+  for (const TensorInfo &t : in.tensors())
+    stored.push_back(
+        storedType(input, t, pureQuantizedType(t.shape, type), overrides));
+  requireOverridden(input, in, overrides);
+  return writeQuantized(input, output, in, stored, llamaFileType(type));
+}
+
+uint64_t quantizeGGUFFile(const std::string &input, const std::string &output,
+                          QuantizationScheme scheme,
+                          const std::map<std::string, ElementType> &overrides) {
+  if (scheme != QuantizationScheme::Q4_K_M)
+    return quantizeGGUFFile(input, output, schemeBaseType(scheme), overrides);
+  GGUFFile in = GGUFFile::open(input);
+  std::vector<TensorPlacement> at = placements(in);
+  std::vector<ElementType> stored;
+  for (size_t i = 0; i < in.tensors().size(); ++i) {
+    const TensorInfo &t = in.tensors()[i];
+    ElementType to = schemeTensorType(scheme, t.name, t.shape, at[i]);
+    stored.push_back(storedType(input, t, to, overrides));
+  }
+  requireOverridden(input, in, overrides);
+  return writeQuantized(input, output, in, stored, llamaFileType(scheme));
 }
 
 } // namespace kiln::formats

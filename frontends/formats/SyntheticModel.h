@@ -49,8 +49,10 @@ constexpr double kSyntheticWeightStddev = 0.02;
 
 /// The named shapes: "llama-110m" (Llama 2 110M: dim 768, 12 layers of 12
 /// heads, tied classifier), "llama-1b" (TinyLlama 1.1B: dim 2048, 22
-/// layers, 32 heads sharing 4 kv heads, untied) and "tiny" (stories260K:
-/// dim 64, 5 layers, 8 heads, 4 kv heads, vocabulary 512).
+/// layers, 32 heads sharing 4 kv heads, untied), "tiny" (stories260K:
+/// dim 64, 5 layers, 8 heads, 4 kv heads, vocabulary 512) and
+/// "tiny-llama3" (tiny with Llama 3.1 rope scaling: factor 8, low and high
+/// frequency factors 1 and 4, original context 64 of 512).
 const std::vector<std::string> &syntheticConfigNames();
 /// The configuration called `name`; throws std::invalid_argument listing
 /// the names when there is none.

@@ -253,6 +253,14 @@ func.func @rope_rank(%q: tensor<?x64xf32>, %pos: tensor<?xi32>) {
 
 // -----
 
+func.func @rope_factors_count(%q: tensor<?x8x8xf32>, %pos: tensor<?xi32>) {
+  // expected-error @+1 {{'kiln.rope' op scaling has 3 freq_factors but a head of size 8 rotates 4 pairs}}
+  %0 = kiln.rope %q, %pos layout<adjacent> theta = 1.0e+04 scaling<factors, factor = 1.0, freq_factors = [1.0, 2.0, 4.0]> : tensor<?x8x8xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
 func.func @rope_positions_count(%q: tensor<4x8x8xf32>, %pos: tensor<3xi32>) {
   // expected-error @+1 {{positions has 3 entries but there are 4 tokens}}
   %0 = kiln.rope %q, %pos layout<halves> theta = 1.0e+04 : tensor<4x8x8xf32>, tensor<3xi32>

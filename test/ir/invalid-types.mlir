@@ -43,6 +43,36 @@ func.func private @llama3_no_context() attributes {s = #kiln.rope_scaling<llama3
 
 // -----
 
+// expected-error @+1 {{rope_scaling: factors scaling needs freq_factors, one per rotated pair}}
+func.func private @factors_missing() attributes {s = #kiln.rope_scaling<factors, factor = 1.0>}
+
+// -----
+
+// expected-error @+1 {{rope_scaling: freq_factors[1] must be positive and finite, got 0}}
+func.func private @factors_zero() attributes {s = #kiln.rope_scaling<factors, factor = 1.0, freq_factors = [1.0, 0.0]>}
+
+// -----
+
+// expected-error @+1 {{rope_scaling: freq_factors[0] must be positive and finite, got -2}}
+func.func private @factors_negative() attributes {s = #kiln.rope_scaling<factors, factor = 1.0, freq_factors = [-2.0, 1.0]>}
+
+// -----
+
+// expected-error @+1 {{rope_scaling: freq_factors[1] must be positive and finite, got INF}}
+func.func private @factors_infinite() attributes {s = #kiln.rope_scaling<factors, factor = 1.0, freq_factors = [1.0, 0x7F800000]>}
+
+// -----
+
+// expected-error @+1 {{rope_scaling: freq_factors belong to 'factors' scaling, not 'llama3'}}
+func.func private @llama3_with_factors() attributes {s = #kiln.rope_scaling<llama3, factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_context = 8192, freq_factors = [1.0]>}
+
+// -----
+
+// expected-error @+1 {{rope_scaling: factors scaling takes only a factor and freq_factors}}
+func.func private @factors_with_context() attributes {s = #kiln.rope_scaling<factors, factor = 1.0, original_context = 8192, freq_factors = [1.0]>}
+
+// -----
+
 // expected-error @+1 {{weights_source: the path is empty}}
 module attributes {kiln.weights_source = #kiln.weights_source<gguf, "">} {}
 

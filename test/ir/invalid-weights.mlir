@@ -25,7 +25,14 @@ module {
 // -----
 
 module {
-  // expected-error @+1 {{attribute 'type' failed to satisfy constraint: type attribute of ranked tensor of f32, f16, bf16, q8_0 or q4_0 values}}
+  // expected-error @+1 {{weight @w has last dimension 128, which is not a multiple of the '!kiln.q4_k' block size 256}}
+  kiln.weight_decl @w : tensor<64x128x!kiln.q4_k>
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{attribute 'type' failed to satisfy constraint: type attribute of ranked tensor of f32, f16, bf16 or block-quantized (q8_0, q4_0, q4_k, q5_k, q6_k) values}}
   kiln.weight_decl @w : tensor<64x64xi8>
 }
 

@@ -37,6 +37,28 @@ module attributes {kiln.weights_source = #kiln.weights_source<gguf, "model.gguf"
 
 // -----
 
+// The K-quant super-block types.
+// CHECK-LABEL: func @k_quant_weights
+// CHECK: kiln.weight @w_q4k : tensor<32x256x!kiln.q4_k>
+// CHECK: kiln.weight @w_q5k : tensor<32x512x!kiln.q5_k>
+// CHECK: kiln.weight @w_q6k : tensor<32x256x!kiln.q6_k>
+module {
+  kiln.weight_decl @w_q4k : tensor<32x256x!kiln.q4_k>
+  kiln.weight_decl @w_q5k : tensor<32x512x!kiln.q5_k>
+  kiln.weight_decl @w_q6k : tensor<32x256x!kiln.q6_k>
+  func.func @k_quant_weights() -> (tensor<32x256x!kiln.q4_k>,
+                                   tensor<32x512x!kiln.q5_k>,
+                                   tensor<32x256x!kiln.q6_k>) {
+    %a = kiln.weight @w_q4k : tensor<32x256x!kiln.q4_k>
+    %b = kiln.weight @w_q5k : tensor<32x512x!kiln.q5_k>
+    %c = kiln.weight @w_q6k : tensor<32x256x!kiln.q6_k>
+    return %a, %b, %c : tensor<32x256x!kiln.q4_k>, tensor<32x512x!kiln.q5_k>,
+                        tensor<32x256x!kiln.q6_k>
+  }
+}
+
+// -----
+
 // CHECK: #kiln.weights_source<llama2c, "stories260K.bin">
 module attributes {kiln.weights_source = #kiln.weights_source<llama2c, "stories260K.bin">} {}
 
@@ -140,6 +162,8 @@ func.func @elementwise(%x: tensor<?x64xf32>, %y: tensor<?x64xf32>,
 // CHECK: kiln.rope %{{.*}}, %{{.*}} layout<adjacent> theta = 1.000000e+04 : tensor<?x8x8xf32>, tensor<?xi32>
 // CHECK: kiln.rope %{{.*}}, %{{.*}} layout<halves> theta = 1.000000e+06 scaling<linear, factor = 4.000000e+00> : tensor<?x8x8xf32>, tensor<?xi32>
 // CHECK: kiln.rope %{{.*}}, %{{.*}} layout<halves> theta = 5.000000e+05 scaling<llama3, factor = 8.000000e+00, low_freq_factor = 1.000000e+00, high_freq_factor = 4.000000e+00, original_context = 8192> : tensor<?x8x8xf32>, tensor<?xi32>
+// Per-pair factors keep every bit of their f32 value through text:
+// CHECK: kiln.rope %{{.*}}, %{{.*}} layout<adjacent> theta = 5.000000e+05 scaling<factors, factor = 1.000000e+00, freq_factors = [1.000000e+00, 1.33766031, 5.000000e+00, 8.000000e+00]> : tensor<?x8x8xf32>, tensor<?xi32>
 func.func @norms_and_rope(%x: tensor<?x64xf32>, %w: tensor<64xf32>,
                           %b: tensor<64xf32>, %q: tensor<?x8x8xf32>,
                           %pos: tensor<?xi32>) {
@@ -154,6 +178,10 @@ func.func @norms_and_rope(%x: tensor<?x64xf32>, %w: tensor<64xf32>,
   %5 = kiln.rope %q, %pos layout<halves> theta = 5.0e+05
       scaling<llama3, factor = 8.0, low_freq_factor = 1.0,
               high_freq_factor = 4.0, original_context = 8192>
+      : tensor<?x8x8xf32>, tensor<?xi32>
+  %6 = kiln.rope %q, %pos layout<adjacent> theta = 5.0e+05
+      scaling<factors, factor = 1.0,
+              freq_factors = [1.0, 1.33766031, 5.0, 8.0]>
       : tensor<?x8x8xf32>, tensor<?xi32>
   return
 }

@@ -50,9 +50,12 @@ constexpr bool kHasBf16Dot =
 constexpr k::Quant quantOf(WeightType t) {
   return t == WeightType::Q8_0   ? k::Quant::Q8_0
          : t == WeightType::Q4_0 ? k::Quant::Q4_0
+         : t == WeightType::Q4_K ? k::Quant::Q4_K
+         : t == WeightType::Q5_K ? k::Quant::Q5_K
+         : t == WeightType::Q6_K ? k::Quant::Q6_K
                                  : k::Quant::None;
 }
-/// The packed element of a weight type (bytes for Q8_0 and Q4_0).
+/// The packed element of a weight type (bytes for quantized types).
 template <WeightType T>
 using WeightElement = std::conditional_t<
     T == WeightType::F32, float,

@@ -26,10 +26,10 @@ namespace kiln::kernel_test {
 enum class Unary { Identity, Silu, Gelu, GeluTanh, Relu, Scale };
 /// kiln::kernels::Binary's order.
 enum class Binary { Add, Mul };
-/// How GEMM weights are stored (codegen/WeightPacker.h): a float type, or
+/// How GEMM weights are stored (codegen/WeightPacker.h): a float type,
 /// GGUF Q8_0 / Q4_0 blocks (kiln::kernels::Quant, the layout of
-/// codegen/cpu/kernels/Quant.h).
-enum class WeightType { F32, F16, BF16, Q8_0, Q4_0 };
+/// codegen/cpu/kernels/Quant.h) or K-quant super-blocks (KQuant.h's).
+enum class WeightType { F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K };
 enum class PanelLayout { Plain, LanePairs, KPairs };
 
 //===--- GEMM -------------------------------------------------------------===//
@@ -90,6 +90,17 @@ inline constexpr GemmCase kGemmCases[] = {
   {"default_q8_swiglu",        97, 256, 32, 6, 16, 48, 1, 128, 1, 128, true,  false, false, true,  Unary::Identity, WeightType::Q8_0, PanelLayout::Plain},
   {"default_q4",               97, 256, 64, 6, 16, 48, 1, 128, 1, 128, false, true,  true,  false, Unary::Identity, WeightType::Q4_0, PanelLayout::Plain},
   {"default_q4_swiglu",        97, 256, 32, 6, 16, 48, 1, 256, 1, 256, true,  false, false, true,  Unary::Identity, WeightType::Q4_0, PanelLayout::Plain},
+  // K-quants: K whole super-blocks of 256 but not whole k blocks, k blocks
+  // that are not whole super-blocks (rounded up by the kernel), partial
+  // panels, every fused part.
+  {"q4k_small_nr1v",           45, 768, -1, 3, 4, 5, 2,  300, 1, 512, false, false, false, false, Unary::Identity, WeightType::Q4_K, PanelLayout::Plain},
+  {"q4k_fused_silu",           45, 512, -2, 3, 4, 5, 2,  256, 1, 512, false, true,  true,  true,  Unary::Silu,     WeightType::Q4_K, PanelLayout::Plain},
+  {"q4k_swiglu",               45, 512, -2, 6, 4, 12, 2, 512, 1, 256, true,  false, false, true,  Unary::Identity, WeightType::Q4_K, PanelLayout::Plain},
+  {"q5k_small_nr1v",           45, 768, -1, 3, 4, 5, 2,  256, 1, 768, false, true,  true,  false, Unary::Identity, WeightType::Q5_K, PanelLayout::Plain},
+  {"q5k_swiglu",               45, 512, -2, 3, 4, 5, 2,  300, 1, 512, true,  false, false, true,  Unary::Identity, WeightType::Q5_K, PanelLayout::Plain},
+  {"q6k_small_gelu_bias",      45, 768, -1, 3, 4, 7, 1,  512, 2, 300, false, true,  false, false, Unary::Gelu,     WeightType::Q6_K, PanelLayout::Plain},
+  {"q6k_fused_resid",          45, 512, -2, 6, 4, 12, 2, 256, 1, 512, false, false, true,  true,  Unary::Identity, WeightType::Q6_K, PanelLayout::Plain},
+  {"q6k_swiglu",               45, 512, -1, 3, 4, 5, 2,  512, 1, 256, true,  false, false, false, Unary::Identity, WeightType::Q6_K, PanelLayout::Plain},
 };
 // clang-format on
 constexpr int kGemmCaseCount = sizeof(kGemmCases) / sizeof(kGemmCases[0]);
@@ -216,6 +227,9 @@ inline constexpr EmbeddingPanelsCase kEmbeddingPanelsCases[] = {
   {"bf16_k_pairs",    37, -2, WeightType::BF16, PanelLayout::KPairs},
   {"q8_0",            96, -2, WeightType::Q8_0, PanelLayout::Plain},
   {"q4_0",            96, -1, WeightType::Q4_0, PanelLayout::Plain},
+  {"q4_k",            512, -2, WeightType::Q4_K, PanelLayout::Plain},
+  {"q5_k",            512, -1, WeightType::Q5_K, PanelLayout::Plain},
+  {"q6_k",            768, -2, WeightType::Q6_K, PanelLayout::Plain},
 };
 // clang-format on
 constexpr int kEmbeddingPanelsCaseCount =

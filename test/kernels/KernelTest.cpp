@@ -273,6 +273,9 @@ float roundTo(kt::WeightType type, float v) {
     return roundBf16(v);
   case kt::WeightType::Q8_0: // blocks, not values: see QuantWeight
   case kt::WeightType::Q4_0:
+  case kt::WeightType::Q4_K:
+  case kt::WeightType::Q5_K:
+  case kt::WeightType::Q6_K:
     return v;
   }
   return v;
@@ -321,23 +324,95 @@ std::vector<uint32_t> packPanels(const std::vector<float> &w, int64_t n,
 
 //===--- Q8_0 and Q4_0 ----------------------------------------------------===//
 
+bool isKQuant(kt::WeightType type) {
+  return type == kt::WeightType::Q4_K || type == kt::WeightType::Q5_K ||
+         type == kt::WeightType::Q6_K;
+}
 bool isQuant(kt::WeightType type) {
-  return type == kt::WeightType::Q8_0 || type == kt::WeightType::Q4_0;
+  return type == kt::WeightType::Q8_0 || type == kt::WeightType::Q4_0 ||
+         isKQuant(type);
 }
 
 /// W[n, k] as a GGUF tensor stores it (docs/quantization.md): row after
 /// row, k / 32 blocks of an f16 scale d (little-endian) and the levels.
 /// Q8_0: 32 int8 q, a weight is d * q. Q4_0: 16 bytes, byte j holding
 /// q[j] in its low nibble and q[j + 16] in its high one, a weight is
-/// d * (q - 8).
+/// d * (q - 8). K-quants: k / 256 super-blocks (the k* accessors).
 struct QuantWeight {
   kt::WeightType type = kt::WeightType::Q8_0;
   int64_t n = 0, k = 0;
   std::vector<uint8_t> blocks;
 
-  int64_t blockBytes() const { return type == kt::WeightType::Q8_0 ? 34 : 18; }
+  int64_t blockSize() const { return isKQuant(type) ? 256 : 32; }
+  int64_t blockBytes() const {
+    switch (type) {
+    case kt::WeightType::Q8_0:
+      return 34;
+    case kt::WeightType::Q4_K:
+      return 144;
+    case kt::WeightType::Q5_K:
+      return 176;
+    case kt::WeightType::Q6_K:
+      return 210;
+    default:
+      return 18;
+    }
+  }
   const uint8_t *block(int64_t row, int64_t b) const {
-    return blocks.data() + (row * (k / 32) + b) * blockBytes();
+    return blocks.data() + (row * (k / blockSize()) + b) * blockBytes();
+  }
+  static double half(const uint8_t *p) {
+    return halfToFloat(uint16_t(p[0] | p[1] << 8));
+  }
+
+  // K-quants (GGUF's layouts, docs/quantization.md). Q4_K / Q5_K: f16 d,
+  // f16 dmin, 12 bytes of 6-bit scales and mins, (Q5_K: 32 bytes of fifth
+  // bits,) 128 nibble bytes; weight l of sub-block j (32 each) is
+  // d * sc[j] * q - dmin * m[j]. Q6_K: ql[128], qh[64], int8 sc[16], f16
+  // d; weight i is d * sc[i / 16] * (q - 32).
+  double kD(int64_t row, int64_t s) const {
+    const uint8_t *b = block(row, s);
+    return half(type == kt::WeightType::Q6_K ? b + 208 : b);
+  }
+  double kDmin(int64_t row, int64_t s) const { return half(block(row, s) + 2); }
+  /// Sub-block j's scale (Q6_K: of 16 weights) and min (not Q6_K).
+  int kScale(int64_t row, int64_t s, int j) const {
+    const uint8_t *b = block(row, s);
+    if (type == kt::WeightType::Q6_K)
+      return int8_t(b[192 + j]);
+    const uint8_t *q = b + 4;
+    return j < 4 ? q[j] & 63 : (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
+  }
+  int kMin(int64_t row, int64_t s, int j) const {
+    const uint8_t *q = block(row, s) + 4;
+    return j < 4 ? q[j + 4] & 63 : (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+  /// Weight i's unsigned level of super-block s.
+  int kLevel(int64_t row, int64_t s, int i) const {
+    const uint8_t *b = block(row, s);
+    if (type == kt::WeightType::Q6_K) {
+      int n = i / 128, r = i % 128, part = r / 32, l = r % 32;
+      int ql = b[64 * n + (part % 2) * 32 + l];
+      int low = part < 2 ? ql & 15 : ql >> 4;
+      return low | (((b[128 + 32 * n + l] >> (2 * part)) & 3) << 4);
+    }
+    int j = i / 32, l = i % 32;
+    const uint8_t *qs = b + (type == kt::WeightType::Q5_K ? 48 : 16);
+    int q = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
+    if (type == kt::WeightType::Q5_K)
+      q |= ((b[16 + l] >> j) & 1) << 4;
+    return q;
+  }
+  /// The weight as GGUF's dequantization computes it, in float.
+  float kValue(int64_t row, int64_t col) const {
+    int64_t s = col / 256;
+    int i = int(col % 256);
+    float d = float(kD(row, s));
+    if (type == kt::WeightType::Q6_K)
+      return d * float(kScale(row, s, i / 16)) * float(kLevel(row, s, i) - 32);
+    float d1 = d * float(kScale(row, s, i / 32));
+    float m1 = float(kDmin(row, s)) * float(kMin(row, s, i / 32));
+    return d1 * float(kLevel(row, s, i)) - m1;
   }
   double scale(int64_t row, int64_t b) const {
     const uint8_t *bl = block(row, b);
@@ -364,16 +439,26 @@ QuantWeight randomQuant(std::mt19937 &rng, kt::WeightType type, int64_t n,
   w.type = type;
   w.n = n;
   w.k = k;
-  w.blocks.resize(n * (k / 32) * w.blockBytes());
+  w.blocks.resize(n * (k / w.blockSize()) * w.blockBytes());
   std::uniform_real_distribution<float> magnitude(0.002f, 0.05f);
   std::uniform_int_distribution<int> byte(0, 255);
-  for (size_t at = 0; at < w.blocks.size(); at += w.blockBytes()) {
-    float d = magnitude(rng) * (byte(rng) & 1 ? -1.0f : 1.0f);
-    uint16_t h = floatToHalf(d);
+  auto setHalf = [&](size_t at) {
+    uint16_t h = floatToHalf(magnitude(rng) * (byte(rng) & 1 ? -1.0f : 1.0f));
     w.blocks[at] = uint8_t(h & 0xff);
     w.blocks[at + 1] = uint8_t(h >> 8);
-    for (int64_t i = 2; i < w.blockBytes(); ++i)
+  };
+  for (size_t at = 0; at < w.blocks.size(); at += w.blockBytes()) {
+    // Every byte random (K-quants' scales, mins and levels of every value),
+    // then the f16 scales (d; dmin for Q4_K and Q5_K) of either sign.
+    for (int64_t i = 0; i < w.blockBytes(); ++i)
       w.blocks[at + i] = uint8_t(byte(rng));
+    if (type == kt::WeightType::Q6_K) {
+      setHalf(at + 208);
+    } else {
+      setHalf(at);
+      if (isKQuant(type))
+        setHalf(at + 2);
+    }
   }
   return w;
 }
@@ -384,7 +469,10 @@ QuantWeight randomQuant(std::mt19937 &rng, kt::WeightType type, int64_t n,
 /// nr f16 scales, then groups of 4 * nr bytes, column c's 4 at 4c: Q8_0's
 /// group g holds q[4g .. 4g + 3] ^ 0x80, Q4_0's chunk p the block's quant
 /// bytes [4p, 4p + 4) as they are. The stored bytes, in words.
+std::vector<uint32_t> packKQuantPanels(const QuantWeight &w, int64_t nr);
 std::vector<uint32_t> packQuantPanels(const QuantWeight &w, int64_t nr) {
+  if (isKQuant(w.type))
+    return packKQuantPanels(w, nr);
   const int64_t bb = w.blockBytes(), kb = w.k / 32;
   const int64_t panels = (w.n + nr - 1) / nr;
   std::vector<uint8_t> bytes(panels * kb * nr * bb, 0);
@@ -409,6 +497,92 @@ std::vector<uint32_t> packQuantPanels(const QuantWeight &w, int64_t nr) {
   std::vector<uint32_t> words((bytes.size() + 3) / 4);
   std::memcpy(words.data(), bytes.data(), bytes.size());
   return words;
+}
+
+/// W's super-blocks packed as codegen/cpu/kernels/KQuant.h describes,
+/// re-implemented from that description: per panel and super-block, each
+/// column's part c of every run over the panel's nr columns. Q4_K / Q5_K:
+/// d, dmin (f16), the sub-blocks' scales and mins as byte pairs (2t, 2t +
+/// 1), (Q5_K: qh in groups of 4 bytes,) qs in groups of 4 bytes; Q6_K: d,
+/// the int8 scales as pairs, ql and qh in groups of 4 bytes.
+std::vector<uint32_t> packKQuantPanels(const QuantWeight &w, int64_t nr) {
+  const int64_t kb = w.k / 256, panels = (w.n + nr - 1) / nr;
+  const int64_t cb = w.type == kt::WeightType::Q4_K   ? 148
+                     : w.type == kt::WeightType::Q5_K ? 180
+                                                      : 210;
+  std::vector<uint8_t> bytes(panels * kb * nr * cb, 0);
+  for (int64_t row = 0; row < w.n; ++row)
+    for (int64_t s = 0; s < kb; ++s) {
+      const uint8_t *src = w.block(row, s);
+      uint8_t *out = bytes.data() + ((row / nr) * kb + s) * nr * cb;
+      const int64_t c = row % nr;
+      auto put4 = [&](int64_t at, int64_t group, const uint8_t *from) {
+        for (int i = 0; i < 4; ++i)
+          out[at + group * 4 * nr + 4 * c + i] = from[i];
+      };
+      if (w.type == kt::WeightType::Q6_K) {
+        out[2 * c] = src[208];
+        out[2 * c + 1] = src[209];
+        for (int j = 0; j < 16; ++j)
+          out[2 * nr + (j / 2) * 2 * nr + 2 * c + j % 2] = src[192 + j];
+        for (int t = 0; t < 32; ++t)
+          put4(18 * nr, t, src + 4 * t);
+        for (int t = 0; t < 16; ++t)
+          put4(146 * nr, t, src + 128 + 4 * t);
+        continue;
+      }
+      for (int i = 0; i < 2; ++i) {
+        out[2 * c + i] = src[i];
+        out[2 * nr + 2 * c + i] = src[2 + i];
+      }
+      for (int j = 0; j < 8; ++j) {
+        out[4 * nr + (j / 2) * 2 * nr + 2 * c + j % 2] =
+            uint8_t(w.kScale(row, s, j));
+        out[12 * nr + (j / 2) * 2 * nr + 2 * c + j % 2] =
+            uint8_t(w.kMin(row, s, j));
+      }
+      const bool five = w.type == kt::WeightType::Q5_K;
+      if (five)
+        for (int g = 0; g < 8; ++g)
+          put4(20 * nr, g, src + 16 + 4 * g);
+      for (int g = 0; g < 32; ++g)
+        put4((five ? 52 : 20) * nr, g, src + (five ? 48 : 16) + 4 * g);
+    }
+  std::vector<uint32_t> words((bytes.size() + 3) / 4);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+  return words;
+}
+
+/// Rows of x [rows, k] quantized per super-block of 256 as llama.cpp's
+/// quantize_row_q8_K_ref: m the first x of the largest magnitude, iscale
+/// = -127 / m, levels min(127, round(iscale * x)) (ties to even), d = 1 /
+/// iscale, all in float.
+struct KQuantRows {
+  std::vector<int> q;    // [rows, k]
+  std::vector<double> d; // [rows, k / 256]
+};
+KQuantRows quantizeRowsK(const std::vector<float> &x, int64_t rows, int64_t k) {
+  KQuantRows out;
+  out.q.assign(rows * k, 0);
+  out.d.assign(rows * (k / 256), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t s = 0; s < k / 256; ++s) {
+      const float *xs = x.data() + r * k + s * 256;
+      float amax = 0.0f, top = 0.0f;
+      for (int i = 0; i < 256; ++i)
+        if (std::fabs(xs[i]) > amax) {
+          amax = std::fabs(xs[i]);
+          top = xs[i];
+        }
+      if (amax == 0.0f)
+        continue;
+      float iscale = -127.0f / top;
+      for (int i = 0; i < 256; ++i)
+        out.q[r * k + s * 256 + i] =
+            std::min(127, int(std::nearbyint(iscale * xs[i])));
+      out.d[r * (k / 256) + s] = 1.0f / iscale;
+    }
+  return out;
 }
 
 /// Rows of x [rows, k] quantized per block of 32 as llama.cpp's
@@ -529,7 +703,8 @@ TEST_F(KernelTest, Gemm) {
     for (int64_t rows : kRowCounts) {
       std::vector<float> x = uniform(rng, rows * k, -1, 1);
       if (quant && rows > 1) // a block of zeros: scale 0, levels 0
-        std::fill(x.begin() + k, x.begin() + k + 32, 0.0f);
+        std::fill(x.begin() + k,
+                  x.begin() + k + (isKQuant(gc.wtype) ? 256 : 32), 0.0f);
       std::vector<float> residual = uniform(rng, rows * n, -1, 1);
       std::vector<double> normalized;
       if (gc.prologue)
@@ -560,7 +735,10 @@ TEST_F(KernelTest, Gemm) {
           in[i] = dot ? roundBf16(v) : gc.prologue ? normalized[i] : v;
         }
         QuantRows xq;
-        if (quant)
+        KQuantRows xk;
+        if (isKQuant(gc.wtype))
+          xk = quantizeRowsK(rounded, rows, k);
+        else if (quant)
           xq = quantizeRows(rounded, rows, k);
 
         // x_m · W_j: the sum and a bound on its terms' magnitudes.
@@ -572,6 +750,32 @@ TEST_F(KernelTest, Gemm) {
               double t = in[m * k + l] * w[j * k + l];
               sum += t;
               mag += std::fabs(t);
+            }
+            return;
+          }
+          if (isKQuant(gc.wtype)) {
+            // Per super-block: d_x (d sum_j sc_j dot_j - dmin sum_j m_j
+            // bsum_j), Q6_K's levels less 32, in exact integers.
+            const bool six = gc.wtype == kt::WeightType::Q6_K;
+            const int width = six ? 16 : 32;
+            for (int64_t sb = 0; sb < k / 256; ++sb) {
+              const int *xl = xk.q.data() + m * k + sb * 256;
+              int64_t main = 0, mins = 0;
+              for (int sub = 0; sub < 256 / width; ++sub) {
+                int64_t dot = 0, bsum = 0;
+                for (int l = sub * width; l < (sub + 1) * width; ++l) {
+                  dot += int64_t(q.kLevel(j, sb, l) - (six ? 32 : 0)) * xl[l];
+                  bsum += xl[l];
+                }
+                main += int64_t(q.kScale(j, sb, sub)) * dot;
+                if (!six)
+                  mins += int64_t(q.kMin(j, sb, sub)) * bsum;
+              }
+              double dx = xk.d[m * (k / 256) + sb];
+              double a = dx * q.kD(j, sb) * double(main);
+              double b = six ? 0.0 : dx * q.kDmin(j, sb) * double(mins);
+              sum += a - b;
+              mag += std::fabs(a) + std::fabs(b);
             }
             return;
           }
@@ -617,6 +821,8 @@ TEST_F(KernelTest, Gemm) {
 /// pairs (bf16 dot products) or blocks of 32 (Q8_0, Q4_0) as the kernel
 /// rounds it.
 int64_t kBlockOf(const kt::GemmCase &gc, int64_t tile) {
+  if (isKQuant(gc.wtype))
+    return (tile + 255) / 256 * 256;
   if (isQuant(gc.wtype))
     return (tile + 31) / 32 * 32;
   return gc.layout == kt::PanelLayout::KPairs ? tile + (tile & 1) : tile;
@@ -1229,7 +1435,9 @@ TEST_F(KernelTest, EmbeddingPanels) {
       QuantWeight q = randomQuant(rng, ec.wtype, vocab, D);
       for (int64_t i = 0; i < vocab; ++i)
         for (int64_t j = 0; j < D; ++j)
-          table.push_back(float(q.scale(i, j / 32) * q.level(i, j)));
+          table.push_back(isKQuant(ec.wtype)
+                              ? q.kValue(i, j)
+                              : float(q.scale(i, j / 32) * q.level(i, j)));
       packed = packQuantPanels(q, nr);
     } else {
       table = uniform(rng, vocab * D, -1, 1);

@@ -47,18 +47,27 @@ TEST(ElementType, NamesAndBlockSizes) {
   EXPECT_STREQ(elementTypeName(ElementType::BF16), "bf16");
   EXPECT_STREQ(elementTypeName(ElementType::Q8_0), "q8_0");
   EXPECT_STREQ(elementTypeName(ElementType::Q4_0), "q4_0");
+  EXPECT_STREQ(elementTypeName(ElementType::Q4_K), "q4_k");
+  EXPECT_STREQ(elementTypeName(ElementType::Q5_K), "q5_k");
+  EXPECT_STREQ(elementTypeName(ElementType::Q6_K), "q6_k");
 
   EXPECT_EQ(blockSize(ElementType::F32), 1);
   EXPECT_EQ(blockSize(ElementType::F16), 1);
   EXPECT_EQ(blockSize(ElementType::BF16), 1);
   EXPECT_EQ(blockSize(ElementType::Q8_0), 32);
   EXPECT_EQ(blockSize(ElementType::Q4_0), 32);
+  EXPECT_EQ(blockSize(ElementType::Q4_K), 256);
+  EXPECT_EQ(blockSize(ElementType::Q5_K), 256);
+  EXPECT_EQ(blockSize(ElementType::Q6_K), 256);
 
   EXPECT_EQ(blockBytes(ElementType::F32), 4);
   EXPECT_EQ(blockBytes(ElementType::F16), 2);
   EXPECT_EQ(blockBytes(ElementType::BF16), 2);
   EXPECT_EQ(blockBytes(ElementType::Q8_0), 34);
   EXPECT_EQ(blockBytes(ElementType::Q4_0), 18);
+  EXPECT_EQ(blockBytes(ElementType::Q4_K), 144);
+  EXPECT_EQ(blockBytes(ElementType::Q5_K), 176);
+  EXPECT_EQ(blockBytes(ElementType::Q6_K), 210);
 }
 
 TEST(ElementType, RowBytes) {
@@ -68,10 +77,16 @@ TEST(ElementType, RowBytes) {
   EXPECT_EQ(rowBytes(ElementType::Q8_0, 64), 68u);
   EXPECT_EQ(rowBytes(ElementType::Q4_0, 4096), 128u * 18u);
   EXPECT_EQ(rowBytes(ElementType::Q4_0, 0), 0u);
+  EXPECT_EQ(rowBytes(ElementType::Q4_K, 4096), 16u * 144u);
+  EXPECT_EQ(rowBytes(ElementType::Q5_K, 256), 176u);
+  EXPECT_EQ(rowBytes(ElementType::Q6_K, 14336), 56u * 210u);
 
   // Not whole blocks, negative lengths.
   EXPECT_EQ(rowBytes(ElementType::Q8_0, 33), std::nullopt);
   EXPECT_EQ(rowBytes(ElementType::Q4_0, 16), std::nullopt);
+  EXPECT_EQ(rowBytes(ElementType::Q4_K, 288), std::nullopt);
+  EXPECT_EQ(rowBytes(ElementType::Q5_K, 128), std::nullopt);
+  EXPECT_EQ(rowBytes(ElementType::Q6_K, 32), std::nullopt);
   EXPECT_EQ(rowBytes(ElementType::F32, -1), std::nullopt);
 
   // Overflow of uint64: 4 * (2^63 - 1) does not fit, 2 * (2^63 - 1) does,
@@ -85,6 +100,8 @@ TEST(ElementType, RowBytes) {
   EXPECT_EQ(rowBytes(ElementType::F16, big), uint64_t(big) * 2);
   EXPECT_EQ(rowBytes(ElementType::Q8_0, big / 32 * 32),
             uint64_t(big / 32) * 34);
+  EXPECT_EQ(rowBytes(ElementType::Q6_K, big / 256 * 256),
+            uint64_t(big / 256) * 210);
 }
 
 //===----------------------------------------------------------------------===//
@@ -369,6 +386,120 @@ TEST(Dequantize, Q4_0) {
     EXPECT_EQ(out[32 + j], -24.0f) << j;
     EXPECT_EQ(out[48 + j], 21.0f) << j;
   }
+}
+
+//===----------------------------------------------------------------------===//
+// K-quants: blocks packed here by the layout ElementType.h documents
+//===----------------------------------------------------------------------===//
+
+// Sub-block scales and mins of the hand-made Q4_K/Q5_K blocks: the upper
+// four use all six bits, so their top two bits land in bytes 0..7.
+const uint8_t kScales[8] = {1, 2, 3, 63, 17, 33, 48, 63};
+const uint8_t kMins[8] = {0, 5, 10, 63, 16, 40, 50, 1};
+
+/// The 12 scale bytes: bytes 0..3 scale j's low 6 bits (top 2 bits: scale
+/// j+4's high bits), bytes 4..7 min j's (top: min j+4's), bytes 8..11 scale
+/// j+4's low nibble and min j+4's low nibble above it.
+std::string packedScales() {
+  std::string bytes(12, '\0');
+  for (int j = 0; j < 4; ++j) {
+    bytes[j] = static_cast<char>(kScales[j] | ((kScales[j + 4] >> 4) << 6));
+    bytes[j + 4] = static_cast<char>(kMins[j] | ((kMins[j + 4] >> 4) << 6));
+    bytes[j + 8] =
+        static_cast<char>((kScales[j + 4] & 0xf) | ((kMins[j + 4] & 0xf) << 4));
+  }
+  return bytes;
+}
+
+TEST(Dequantize, KScaleMinUnpacking) {
+  std::string bytes = packedScales();
+  for (int j = 0; j < 8; ++j) {
+    uint8_t scale = 0, min = 0;
+    unpackKScaleMin(reinterpret_cast<const uint8_t *>(bytes.data()), j, scale,
+                    min);
+    EXPECT_EQ(scale, kScales[j]) << j;
+    EXPECT_EQ(min, kMins[j]) << j;
+  }
+}
+
+/// Nibble byte 32c + l (Q4_K/Q5_K): low nibble l % 16 for weight 64c + l,
+/// high nibble 15 - l % 16 for weight 64c + 32 + l.
+std::string kNibbles() {
+  std::string bytes;
+  for (int c = 0; c < 4; ++c)
+    for (int l = 0; l < 32; ++l)
+      bytes += static_cast<char>((l % 16) | ((15 - l % 16) << 4));
+  return bytes;
+}
+
+/// The level of weight i of kNibbles(), without Q5_K's fifth bit.
+int kNibbleLevel(int i) {
+  int l = i % 32;
+  return (i % 64) < 32 ? l % 16 : 15 - l % 16;
+}
+
+TEST(Dequantize, Q4_K) {
+  // d = 0.5 (f16 0x3800), dmin = 0.25 (0x3400): weight i of sub-block j is
+  // 0.5*sc[j]*q - 0.25*m[j], exact in float. A second block is all zero.
+  std::string bytes = kiln::test::le(uint16_t(0x3800)) +
+                      kiln::test::le(uint16_t(0x3400)) + packedScales() +
+                      kNibbles();
+  bytes += std::string(144, '\0');
+  ASSERT_EQ(bytes.size(), 288u);
+  auto buffer = unaligned(bytes);
+  std::vector<float> out(512, -1.0f);
+  dequantize(ElementType::Q4_K, buffer.data() + 1, out.data(), 512);
+  for (int i = 0; i < 256; ++i) {
+    int j = i / 32;
+    EXPECT_EQ(out[i], 0.5f * kScales[j] * kNibbleLevel(i) - 0.25f * kMins[j])
+        << i;
+    EXPECT_EQ(out[256 + i], 0.0f) << i;
+  }
+}
+
+TEST(Dequantize, Q5_K) {
+  // As Q4_K, with qh[l] = l: weight 64c + l takes bit 2c of l as its fifth
+  // bit, weight 64c + 32 + l bit 2c + 1.
+  std::string qh;
+  for (int l = 0; l < 32; ++l)
+    qh += static_cast<char>(l * 7);
+  std::string bytes = kiln::test::le(uint16_t(0x3800)) +
+                      kiln::test::le(uint16_t(0x3400)) + packedScales() + qh +
+                      kNibbles();
+  ASSERT_EQ(bytes.size(), 176u);
+  auto buffer = unaligned(bytes);
+  std::vector<float> out(256);
+  dequantize(ElementType::Q5_K, buffer.data() + 1, out.data(), 256);
+  for (int i = 0; i < 256; ++i) {
+    int j = i / 32, l = i % 32;
+    int q = kNibbleLevel(i) + 16 * (((l * 7) & 0xff) >> j & 1);
+    EXPECT_EQ(out[i], 0.5f * kScales[j] * q - 0.25f * kMins[j]) << i;
+  }
+}
+
+TEST(Dequantize, Q6_K) {
+  // Levels q[i] = 5i mod 64 packed as ElementType.h says, int8 scales
+  // i - 8 (negative ones too) per 16 weights, d = 0.25 at the end:
+  // w = 0.25*scale * (q - 32).
+  auto level = [](int i) { return (5 * i) % 64; };
+  std::string ql(128, '\0'), qh(64, '\0'), scales;
+  for (int i = 0; i < 256; ++i) {
+    int half = i / 128, k = (i % 128) / 32, l = i % 32;
+    int byte = 64 * half + 32 * (k & 1) + l;
+    int nibble = level(i) & 0xf;
+    ql[byte] = static_cast<char>(ql[byte] | (k < 2 ? nibble : nibble << 4));
+    qh[32 * half + l] =
+        static_cast<char>(qh[32 * half + l] | ((level(i) >> 4) << (2 * k)));
+  }
+  for (int s = 0; s < 16; ++s)
+    scales += static_cast<char>(s - 8);
+  std::string bytes = ql + qh + scales + kiln::test::le(uint16_t(0x3400));
+  ASSERT_EQ(bytes.size(), 210u);
+  auto buffer = unaligned(bytes);
+  std::vector<float> out(256);
+  dequantize(ElementType::Q6_K, buffer.data() + 1, out.data(), 256);
+  for (int i = 0; i < 256; ++i)
+    EXPECT_EQ(out[i], 0.25f * float(i / 16 - 8) * float(level(i) - 32)) << i;
 }
 
 /// The test writer's reference quantizers reproduce what the format

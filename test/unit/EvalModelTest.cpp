@@ -177,6 +177,71 @@ TEST_F(EvalModels, TinyKQuantizedAgainstF32) {
   EXPECT_LT(q8.meanKl * 20, q4.meanKl);
 }
 
+// K-quants read in place (tiny-k: every matrix whole super-blocks of 256),
+// activations quantized per super-block as llama.cpp's Q8_K. Measured
+// (native AVX2 and portable alike): q4_k PPL -1.7% against F32, KL mean
+// 0.0276, max 0.066, top-1 56.6%; q5_k +0.45%, 0.0076, 0.016, 73.3%; q6_k
+// -0.07%, 0.0020, 0.0049, 86.5%. Bounds as above (3x the KL, about 10
+// points of top-1), and more bits must give a closer model: q6_k < q5_k <
+// q4_k < q4_0 in mean KL.
+TEST_F(EvalModels, TinyKQuantsAgainstF32) {
+  REQUIRE_FIXTURES("tiny-k-f32.gguf", "tiny-k-q4_k.gguf", "tiny-k-q5_k.gguf",
+                   "tiny-k-q6_k.gguf", "tiny-k-q4_0.gguf");
+  std::string f32 = compiled("tiny-k-f32.gguf");
+  eval::Summary q4k = evaluate(compiled("tiny-k-q4_k.gguf"), f32);
+  expectWithin(q4k, {5.0, 0.085, 0.2, 0.46});
+  eval::Summary q5k = evaluate(compiled("tiny-k-q5_k.gguf"), f32);
+  expectWithin(q5k, {1.5, 0.025, 0.05, 0.63});
+  eval::Summary q6k = evaluate(compiled("tiny-k-q6_k.gguf"), f32);
+  expectWithin(q6k, {0.5, 0.006, 0.015, 0.76});
+  eval::Summary q40 = evaluate(compiled("tiny-k-q4_0.gguf"), f32);
+  EXPECT_LT(q6k.meanKl, q5k.meanKl);
+  EXPECT_LT(q5k.meanKl, q4k.meanKl);
+  EXPECT_LT(q4k.meanKl, q40.meanKl);
+}
+
+// `--quantize q4_k|q5_k|q6_k` writes the blocks llama-quantize --pure wrote
+// into the tiny-k fixtures (test/unit/KQuantTest.cpp compares them byte for
+// byte), and the artifacts read them in place: against the fixtures'
+// artifacts the logits are the same, KL exactly 0, top-1 100%.
+TEST_F(EvalModels, KQuantizeMatchesLlamaQuantize) {
+  REQUIRE_FIXTURES("tiny-k-f32.gguf", "tiny-k-q4_k.gguf", "tiny-k-q5_k.gguf",
+                   "tiny-k-q6_k.gguf");
+  for (const char *type : {"q4_k", "q5_k", "q6_k"}) {
+    SCOPED_TRACE(type);
+    eval::Summary s =
+        evaluate(compiled("tiny-k-f32.gguf", type),
+                 compiled(std::string("tiny-k-") + type + ".gguf"));
+    ASSERT_TRUE(s.hasReference);
+    EXPECT_EQ(s.maxKl, 0.0);
+    EXPECT_EQ(s.top1Agreement, 1.0);
+  }
+}
+
+// `--quantize q4_k_m`: llama.cpp's mix (formats::schemeTensorType) of Q4_K
+// matrices and Q6_K for the classifier and, in the layers use_more_bits
+// picks (of tiny-k's two: the second), attn_v and ffn_down. Each matrix is
+// read in its own type; the model sits between pure q4_k and q6_k.
+TEST_F(EvalModels, Q4KMMixRunsInPlace) {
+  REQUIRE_FIXTURES("tiny-k-f32.gguf");
+  std::string artifact = compiled("tiny-k-f32.gguf", "q4_k_m");
+  auto m = runtime::CompiledModel::load(artifact);
+  EXPECT_EQ(m->manifest().weightType, "q4_k+q6_k");
+  std::map<std::string, std::string> types;
+  for (const runtime::PackedWeight &w :
+       m->manifest().libraries[m->manifest().library].weightEntries)
+    types[w.name] = w.type;
+  EXPECT_EQ(types["output.weight"], "q6_k");
+  EXPECT_EQ(types["blk.1.ffn_down.weight"], "q6_k");
+  EXPECT_EQ(types["blk.0.ffn_down.weight"], "q4_k");
+  std::string f32 = compiled("tiny-k-f32.gguf");
+  eval::Summary mix = evaluate(artifact, f32);
+  eval::Summary q4k = evaluate(compiled("tiny-k-f32.gguf", "q4_k"), f32);
+  eval::Summary q6k = evaluate(compiled("tiny-k-f32.gguf", "q6_k"), f32);
+  EXPECT_LT(mix.meanKl, q4k.meanKl);
+  EXPECT_GT(mix.meanKl, q6k.meanKl);
+}
+
 // In place against widened: the same Q8_0/Q4_0 blocks read in place by
 // the integer kernels (activations quantized per block of 32, as llama.cpp
 // does) and widened to f32 at compile time (--dtype f32: float kernels,
@@ -215,6 +280,15 @@ TEST_F(EvalModels, NativeInPlaceAgreesWithPortable) {
   for (const char *file : {"tiny-k-q8_0.gguf", "tiny-k-q4_0.gguf"}) {
     eval::Summary s = evaluate(compiled(file, "", "native"), compiled(file));
     expectWithin(s, {0.1, 1e-4, 3e-4, 0.95});
+  }
+  // K-quants: the same exact integers, but one activation level is a step
+  // of a whole super-block's scale (Q8_K), so a flipped rounding moves a
+  // logit further. Measured on AVX2 against portable: q4_k KL mean 2.0e-5,
+  // max 2.6e-4, top-1 99.5%; q6_k 1.0e-5, 1.9e-4, 99.5%. Max bound 6e-4.
+  for (const char *file : {"tiny-k-q4_k.gguf", "tiny-k-q6_k.gguf"}) {
+    KILN_REQUIRE_TEST_FILE(model(file));
+    eval::Summary s = evaluate(compiled(file, "", "native"), compiled(file));
+    expectWithin(s, {0.1, 1e-4, 6e-4, 0.95});
   }
 }
 
@@ -257,9 +331,13 @@ TEST_F(EvalModels, MixedTypesRunInPlace) {
 // and its sources: about a megabyte, which only small models notice.)
 TEST_F(EvalModels, QuantizedWeightsAreTheModelsSize) {
   REQUIRE_FIXTURES("tiny-0.5M-q8_0.gguf", "tiny-0.5M-q4_0.gguf",
-                   "tiny-k-q4_0.gguf");
+                   "tiny-k-q4_0.gguf", "tiny-k-q4_k.gguf", "tiny-k-q5_k.gguf",
+                   "tiny-k-q6_k.gguf");
+  // K-quant panels unpack the 6-bit scales and mins to bytes: Q4_K 148
+  // bytes a super-block row for GGUF's 144 (+2.8%), Q5_K 180 for 176.
   for (const char *file :
-       {"tiny-0.5M-q8_0.gguf", "tiny-0.5M-q4_0.gguf", "tiny-k-q4_0.gguf"}) {
+       {"tiny-0.5M-q8_0.gguf", "tiny-0.5M-q4_0.gguf", "tiny-k-q4_0.gguf",
+        "tiny-k-q4_k.gguf", "tiny-k-q5_k.gguf", "tiny-k-q6_k.gguf"}) {
     uint64_t tensors = 0;
     formats::GGUFFile gguf = formats::GGUFFile::open(model(file));
     for (const formats::TensorInfo &t : gguf.tensors())

@@ -256,6 +256,31 @@ TEST(GGUF, ValidFileRoundTripsTensors) {
   EXPECT_EQ(asString(f.data(q4), q4.bytes), q4_0Bytes(ramp(96, 0.1f)));
 }
 
+TEST(GGUF, KQuantTensors) {
+  // ggml types 12, 13, 14: rows of 256-weight blocks, sized as GGUF says.
+  GGUFWriter w;
+  w.addTensor("blk.0.attn_q.weight", {2, 256}, ElementType::Q4_K,
+              std::string(2 * 144, '\1'));
+  w.addTensor("blk.0.attn_v.weight", {1, 512}, ElementType::Q5_K,
+              std::string(2 * 176, '\2'));
+  w.addTensor("output.weight", {3, 256}, ElementType::Q6_K,
+              std::string(3 * 210, '\3'));
+  GGUFWriter::Layout layout = w.layout();
+  GGUFFile f = parse(w.bytes());
+  ASSERT_EQ(f.tensors().size(), 3u);
+  const ElementType types[] = {ElementType::Q4_K, ElementType::Q5_K,
+                               ElementType::Q6_K};
+  const uint64_t sizes[] = {288, 352, 630};
+  for (size_t i = 0; i < 3; ++i) {
+    const TensorInfo &t = f.tensors()[i];
+    SCOPED_TRACE(t.name);
+    EXPECT_EQ(t.type, types[i]);
+    EXPECT_EQ(t.bytes, sizes[i]);
+    EXPECT_EQ(t.offset, layout.tensorDataOffsets[i]);
+    EXPECT_EQ(*f.data(t), static_cast<uint8_t>(i + 1));
+  }
+}
+
 TEST(GGUF, VersionTwoAndCustomAlignment) {
   GGUFWriter w(/*version=*/2);
   w.setAlignment(64);
@@ -445,13 +470,16 @@ TEST(GGUFErrors, TensorOffsets) {
 }
 
 TEST(GGUFErrors, TensorTypesAndShapes) {
-  GGUFWriter::RawTensor q4k = rawF32("blk.0.ffn_down.weight", 256);
-  q4k.ggmlType = 12;
-  EXPECT_ERROR(GGUFWriter().addRawTensor(q4k).bytes(),
-               "tensor 'blk.0.ffn_down.weight': unsupported tensor type q4_k "
-               "(ggml type 12)");
-  q4k.ggmlType = 1234;
-  EXPECT_ERROR(GGUFWriter().addRawTensor(q4k).bytes(),
+  GGUFWriter::RawTensor q2k = rawF32("blk.0.ffn_down.weight", 256);
+  q2k.ggmlType = 10;
+  EXPECT_ERROR(GGUFWriter().addRawTensor(q2k).bytes(),
+               "tensor 'blk.0.ffn_down.weight': unsupported tensor type q2_k "
+               "(ggml type 10)");
+  q2k.ggmlType = 20;
+  EXPECT_ERROR(GGUFWriter().addRawTensor(q2k).bytes(),
+               "unsupported tensor type iq4_nl (ggml type 20)");
+  q2k.ggmlType = 1234;
+  EXPECT_ERROR(GGUFWriter().addRawTensor(q2k).bytes(),
                "unsupported tensor type ggml type 1234");
 
   GGUFWriter::RawTensor dims = rawF32("w", 1);
@@ -478,6 +506,17 @@ TEST(GGUFErrors, TensorTypesAndShapes) {
                    .addTensor("w", {16}, ElementType::Q4_0, std::string(18, 0))
                    .bytes(),
                "row length 16 is not a multiple of 32 (the q4_0 block size)");
+  // The K-quants' blocks hold 256 weights of a row.
+  for (auto [type, name] : {std::pair{ElementType::Q4_K, "q4_k"},
+                            {ElementType::Q5_K, "q5_k"},
+                            {ElementType::Q6_K, "q6_k"}})
+    EXPECT_ERROR(GGUFWriter()
+                     .addTensor("blk.0.attn_k.weight", {4, 128}, type,
+                                std::string(2 * blockBytes(type), '\0'))
+                     .bytes(),
+                 std::string("tensor 'blk.0.attn_k.weight': row length 128 is "
+                             "not a multiple of 256 (the ") +
+                     name + " block size)");
 
   EXPECT_ERROR(GGUFWriter()
                    .addRawTensor(rawF32("a", 2))

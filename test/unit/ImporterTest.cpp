@@ -250,6 +250,145 @@ TEST_F(ImporterTest, GGUFErrorsNameTheKeyOrTensor) {
 }
 
 //===----------------------------------------------------------------------===//
+// Llama 3 rope scaling: Hugging Face's rope_scaling, GGUF's rope_freqs
+//===----------------------------------------------------------------------===//
+
+/// A model trained (as it were) for 32 positions and scaled to 128, with a
+/// head of 16: pairs of wavelength 2π·10^(i/2) (6.3, 19.9, 62.8, ...) give
+/// one kept pair, one blended and six divided by the factor.
+formats::ModelConfig llama3Config() {
+  formats::ModelConfig c = tinyConfig();
+  c.dim = 32;
+  c.numHeads = 2;
+  c.numKvHeads = 1;
+  c.headDim = 16;
+  c.contextLength = 128;
+  c.ropeScaling = formats::RopeScalingConfig{
+      formats::RopeScalingConfig::Kind::Llama3, 8.0, 1.0, 4.0, 32};
+  return c;
+}
+
+/// Logits of positions 0..95 of one sequence: 64 positions past the
+/// original context of 32.
+std::vector<float> longLogits(MLIRContext &context, const std::string &path) {
+  runtime::StepBatch batch;
+  for (int32_t i = 0; i < 96; ++i)
+    batch.addToken(0, (i * 7 + 1) % 23, i, true);
+  return runFile(context, path, {batch}).at(0);
+}
+
+/// The same weights written with llama3 rope scaling as a Hugging Face
+/// directory (rope_scaling {rope_type: llama3}, kiln.rope's llama3 formula)
+/// and as GGUF (llama.cpp's rope_freqs tensor, kiln.rope's per-pair
+/// factors) compute the same logits, and not those of the unscaled model.
+TEST_F(ImporterTest, Llama3ScalingAgreesBetweenHuggingFaceAndGGUF) {
+  SyntheticModel m = SyntheticModel::random(llama3Config(), 12);
+  std::string hf = huggingFace(m, "llama3-hf");
+  std::string file = gguf(m, "llama3.gguf");
+
+  ImportedModel fromGGUF = readModel(file);
+  EXPECT_FALSE(fromGGUF.config.ropeScaling);
+  EXPECT_EQ(fromGGUF.config.ropeFreqFactors,
+            formats::ggufRopeFreqFactors(m.config));
+  OwningOpRef<ModuleOp> module = importModel(&context, fromGGUF);
+  int ropes = 0;
+  module->walk([&](RopeOp rope) {
+    ++ropes;
+    ASSERT_TRUE(rope.getScalingAttr());
+    EXPECT_EQ(rope.getScalingAttr().getKind(), RopeScalingKind::Factors);
+    EXPECT_EQ(rope.getScalingAttr().getFreqFactors().size(), 8u);
+  });
+  EXPECT_EQ(ropes, 4); // Q and K of two layers
+  EXPECT_FALSE(module->lookupSymbol<WeightDeclOp>("rope_freqs.weight"))
+      << "rope_freqs is a parameter of kiln.rope, not a weight";
+
+  std::vector<float> a = longLogits(context, hf), b = longLogits(context, file);
+  ASSERT_EQ(a.size(), 96u * 23u);
+  ASSERT_EQ(a.size(), b.size());
+  // The GGUF's factors are f32 numbers the converter's f32 arithmetic
+  // rounded, the Hugging Face path evaluates the formula in the
+  // interpreter's float: the frequencies differ by a few ulp, the angles at
+  // position 95 by about 1e-6, the logits (also reordered Q and K rows, as
+  // HuggingFaceLlamaUsesHalvesForTheSameModel) by far less than the bound.
+  double error = relativeError(a, b);
+  std::printf("llama3 scaling, Hugging Face vs GGUF, 96 positions: relative "
+              "error %.3g\n",
+              error);
+  EXPECT_LT(error, 1e-5);
+
+  SyntheticModel plain = m;
+  plain.config.ropeScaling.reset();
+  std::vector<float> unscaled = longLogits(context, gguf(plain, "plain.gguf"));
+  std::vector<float> pastOriginal(b.begin() + 32 * 23, b.end());
+  std::vector<float> unscaledPast(unscaled.begin() + 32 * 23, unscaled.end());
+  EXPECT_GT(relativeError(unscaledPast, pastOriginal), 1e-2)
+      << "the scaling must change the logits past the original context";
+}
+
+TEST_F(ImporterTest, GGUFRopeFreqsErrorsNameTheTensor) {
+  formats::ModelConfig config = llama3Config();
+  config.ropeScaling.reset();
+  // The metadata, rope_freqs and the embedding the importer reads the
+  // vocabulary size from; the other weights are looked up later.
+  auto withFreqs = [&](const std::string &name, std::vector<int64_t> shape,
+                       formats::ElementType type, const std::string &data) {
+    formats::GGUFWriter w;
+    formats::addGGUFModelMetadata(w, config);
+    w.addTensor("rope_freqs.weight", shape, type, data);
+    w.addTensor("token_embd.weight", {config.vocabSize, config.dim},
+                formats::ElementType::F32,
+                std::string(config.vocabSize * config.dim * 4, '\0'));
+    return write(name, w.bytes());
+  };
+  auto f32Bytes = [](std::vector<float> values) {
+    return std::string(reinterpret_cast<const char *>(values.data()),
+                       values.size() * sizeof(float));
+  };
+  std::vector<float> good = {1, 2, 3, 4, 5, 6, 7, 8};
+
+  EXPECT_NE(errorOf([&] {
+              readModel(withFreqs("short.gguf", {4}, formats::ElementType::F32,
+                                  f32Bytes({1, 2, 3, 4})));
+            })
+                .find("tensor 'rope_freqs.weight' (Llama 3 rope scaling) has "
+                      "shape [4]; expected [8], one factor per rotated pair of "
+                      "a head of size 16"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] {
+              readModel(withFreqs("matrix.gguf", {2, 8},
+                                  formats::ElementType::F32,
+                                  f32Bytes(std::vector<float>(16, 1.0f))));
+            }).find("has shape [2, 8]; expected [8]"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] {
+              readModel(withFreqs("q8.gguf", {32}, formats::ElementType::Q8_0,
+                                  std::string(34, '\0')));
+            })
+                .find("tensor 'rope_freqs.weight' (Llama 3 rope scaling) is "
+                      "q8_0; expected f32 or f16"),
+            std::string::npos);
+  std::vector<float> zero = good;
+  zero[5] = 0.0f;
+  EXPECT_NE(errorOf([&] {
+              readModel(withFreqs("zero.gguf", {8}, formats::ElementType::F32,
+                                  f32Bytes(zero)));
+            })
+                .find("has value 0.000000 at 5; every factor must be positive "
+                      "and finite"),
+            std::string::npos);
+
+  // F16 factors are read too (llama.cpp's converter writes F32).
+  std::string half;
+  for (float f : good) {
+    uint16_t h = formats::floatToHalf(f);
+    half.append(reinterpret_cast<const char *>(&h), 2);
+  }
+  ImportedModel model =
+      readModel(withFreqs("half.gguf", {8}, formats::ElementType::F16, half));
+  EXPECT_EQ(model.config.ropeFreqFactors, good);
+}
+
+//===----------------------------------------------------------------------===//
 // Hugging Face directories
 //===----------------------------------------------------------------------===//
 

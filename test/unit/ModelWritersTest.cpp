@@ -22,6 +22,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <unistd.h>
@@ -367,12 +369,82 @@ TEST(ModelWriters, GGUFMetadataFillsAWriter) {
               addGGUFModelMetadata(unused, phi);
             }).find("architecture 'phi3' is not written"),
             std::string::npos);
+  // Llama 3 scaling is the rope_freqs tensor, not a key: none is written.
   ModelConfig llama3 = c;
   llama3.ropeScaling =
       RopeScalingConfig{RopeScalingConfig::Kind::Llama3, 8, 1, 4, 8192};
+  GGUFWriter l3;
+  addGGUFModelMetadata(l3, llama3);
+  std::string l3Bytes = l3.bytes();
+  GGUFFile l3File = GGUFFile::read(MappedFile::borrow(
+      "l3.gguf", reinterpret_cast<const uint8_t *>(l3Bytes.data()),
+      l3Bytes.size()));
+  EXPECT_FALSE(l3File.find("llama.rope.scaling.type"));
+  EXPECT_FALSE(l3File.find("llama.rope.scaling.factor"));
+}
+
+/// llama.cpp's converter stores Llama 3 scaling as rope_freqs: per pair, 1
+/// for wavelengths under original_context / high_freq_factor, `factor` over
+/// original_context / low_freq_factor, the blend's reciprocal between.
+TEST(ModelWriters, GGUFWritesLlama3ScalingAsRopeFreqs) {
+  TempDir dir;
+  ModelConfig c = smallConfig();
+  c.dim = 32;
+  c.headDim = 16; // wavelengths 2π·10^(i/2): 6.3, 19.9, 62.8, ...
+  c.hiddenDim = 24;
+  c.contextLength = 128;
+  c.ropeScaling =
+      RopeScalingConfig{RopeScalingConfig::Kind::Llama3, 8, 1, 4, 32};
+  std::vector<float> factors = ggufRopeFreqFactors(c);
+  ASSERT_EQ(factors.size(), 8u);
+  EXPECT_EQ(factors[0], 1.0f); // 6.3 < 32 / 4
+  // 19.9 is in the blend: s = (32 / 19.87 - 1) / 3, 1 / ((1 - s) / 8 + s).
+  double wavelength = 2 * M_PI * std::sqrt(10.0);
+  double smooth = (32 / wavelength - 1) / 3;
+  EXPECT_NEAR(factors[1], 1 / ((1 - smooth) / 8 + smooth), 1e-5);
+  for (size_t i = 2; i < factors.size(); ++i)
+    EXPECT_EQ(factors[i], 8.0f) << i; // 62.8 and up > 32 / 1
+
+  InMemoryTensorSource::Values values = valuesFor(c, 4);
+  std::string path = dir / "llama3.gguf";
+  writeGGUFModel(c, InMemoryTensorSource(c, values), path);
+  GGUFFile gguf = GGUFFile::open(path);
+  ASSERT_FALSE(gguf.tensors().empty());
+  const TensorInfo &freqs = gguf.tensors().front();
+  EXPECT_EQ(freqs.name, "rope_freqs.weight");
+  EXPECT_EQ(freqs.type, ElementType::F32);
+  EXPECT_EQ(freqs.shape, (std::vector<int64_t>{8}));
+  std::vector<float> stored(8);
+  std::memcpy(stored.data(), gguf.data(freqs), 8 * sizeof(float));
+  EXPECT_EQ(stored, factors);
+  EXPECT_FALSE(gguf.find("llama.rope.scaling.type"));
+  EXPECT_EQ(gguf.tensors().size(), modelTensors(c).size() + 1);
+
+  // Factors a GGUF gave are written back as they are, beside linear
+  // scaling; Hugging Face and llama2.c have no place for them.
+  ModelConfig given = smallConfig();
+  given.ropeFreqFactors = {1.0f, 3.5f};
+  given.ropeScaling = RopeScalingConfig{RopeScalingConfig::Kind::Linear, 2};
+  EXPECT_EQ(ggufRopeFreqFactors(given), given.ropeFreqFactors);
+  InMemoryTensorSource::Values plain = valuesFor(given, 5);
   EXPECT_NE(errorOf([&] {
-              addGGUFModelMetadata(unused, llama3);
-            }).find("Llama 3 RoPE scaling"),
+              writeHuggingFaceModel(given, InMemoryTensorSource(given, plain),
+                                    dir / "hf");
+            }).find("no place for per-pair rope frequency factors"),
+            std::string::npos);
+  EXPECT_NE(errorOf([&] {
+              writeLlama2c(given, InMemoryTensorSource(given, plain),
+                           dir / "l.bin");
+            }).find("RoPE scaling"),
+            std::string::npos);
+  ModelConfig wrong = given;
+  wrong.ropeFreqFactors = {1.0f};
+  EXPECT_NE(errorOf([&] {
+              writeGGUFModel(wrong, InMemoryTensorSource(wrong, plain),
+                             dir / "wrong.gguf");
+            })
+                .find("rope frequency factors: 1 given, a head of size 4 "
+                      "rotates 2 pairs"),
             std::string::npos);
 }
 

@@ -90,7 +90,8 @@ void expectWeights(const SyntheticModelSpec &spec, const WeightFile &file) {
 
 TEST(SyntheticModelTest, NamedConfigs) {
   EXPECT_EQ(syntheticConfigNames(),
-            (std::vector<std::string>{"llama-110m", "llama-1b", "tiny"}));
+            (std::vector<std::string>{"llama-110m", "llama-1b", "tiny",
+                                      "tiny-llama3"}));
   for (const std::string &name : syntheticConfigNames())
     EXPECT_FALSE(syntheticConfig(name).validate()) << name;
 
@@ -128,12 +129,18 @@ TEST(SyntheticModelTest, NamedConfigs) {
   EXPECT_EQ(t.vocabSize, 512);
   EXPECT_EQ(t.contextLength, 512);
 
+  ModelConfig l3 = syntheticConfig("tiny-llama3");
+  EXPECT_EQ(l3.dim, t.dim);
+  ASSERT_TRUE(l3.ropeScaling);
+  EXPECT_EQ(l3.ropeScaling->kind, RopeScalingConfig::Kind::Llama3);
+  EXPECT_EQ(l3.ropeScaling->originalContext, 64);
+
   try {
     syntheticConfig("llama-7b");
     FAIL() << "expected an error";
   } catch (const std::invalid_argument &e) {
     EXPECT_NE(std::string(e.what()).find("'llama-7b' (known: llama-110m, "
-                                         "llama-1b, tiny)"),
+                                         "llama-1b, tiny, tiny-llama3)"),
               std::string::npos)
         << e.what();
   }

@@ -389,19 +389,23 @@ int makeModel(const MakeModelOptions &o) {
   if (o.shards != 1 && !hf)
     throw std::runtime_error("--shards splits Hugging Face weights; use "
                              "--format hf");
-  std::optional<formats::ElementType> quantized =
-      formats::parseQuantizedType(o.dtype);
+  std::optional<formats::QuantizationScheme> quantized =
+      formats::parseQuantizationScheme(o.dtype);
   if (quantized && o.format != "gguf")
     throw std::runtime_error("--dtype " + o.dtype +
                              " is a GGUF block type; use --format gguf");
   if (quantized)
-    for (const formats::ModelTensor &t : formats::modelTensors(spec.config))
-      if (formats::pureQuantizedType(t.shape, *quantized) == *quantized &&
-          !formats::rowBytes(*quantized, t.shape.back()))
+    for (const formats::ModelTensor &t : formats::modelTensors(spec.config)) {
+      formats::ElementType blocks =
+          formats::schemeTensorType(*quantized, t.name, t.shape);
+      if (formats::isBlockQuantized(blocks) &&
+          !formats::rowBytes(blocks, t.shape.back()))
         throw std::runtime_error(
             "--dtype " + o.dtype + ": the " + o.config + " config's tensor '" +
             t.name + "' has rows of " + std::to_string(t.shape.back()) +
-            " weights, not a multiple of the 32-weight block");
+            " weights, not a multiple of the " +
+            std::to_string(formats::blockSize(blocks)) + "-weight block");
+    }
   formats::ElementType type = o.dtype == "f16"    ? formats::ElementType::F16
                               : o.dtype == "bf16" ? formats::ElementType::BF16
                                                   : formats::ElementType::F32;
@@ -430,7 +434,8 @@ int makeModel(const MakeModelOptions &o) {
       if (!quantized)
         return formats::writeSyntheticGGUF(spec, o.output, type);
       // As llama.cpp makes them: an F32 file, then quantized with
-      // llama-quantize --pure's rules (formats/Quantize.h).
+      // llama-quantize's rules (--pure, or the q4_k_m mix:
+      // formats/Quantize.h).
       std::string f32 = o.output + ".f32.tmp";
       struct Remove {
         std::string path;
@@ -594,7 +599,7 @@ int main(int argc, char **argv) {
   demoCmd
       ->add_option("--config", demoOptions.config,
                    "Synthetic model shape: llama-110m (default), llama-1b, "
-                   "tiny")
+                   "tiny, tiny-llama3")
       ->check(CLI::IsMember(formats::syntheticConfigNames()));
   demoCmd->add_option("--dir", demoOptions.dir,
                       "Where the model, artifact and kernels go (default "
@@ -627,7 +632,7 @@ int main(int argc, char **argv) {
   compileCmd
       ->add_option("--dtype", compileOptions.dtype,
                    "Pack every matrix as f32, f16 or bf16 (default: keep "
-                   "the model's types; Q8_0/Q4_0 stay blocks)")
+                   "the model's types; quantized blocks stay blocks)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   compileCmd
       ->add_option("--kv-type", compileOptions.kvType,
@@ -635,10 +640,12 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   compileCmd
       ->add_option("--quantize", compileOptions.quantize,
-                   "Quantize an f32/f16/bf16 model's matrices to q8_0 or "
-                   "q4_0 blocks as llama-quantize --pure does, read in place "
+                   "Quantize an f32/f16/bf16 model's matrices to q8_0, "
+                   "q4_0, q4_k, q5_k or q6_k blocks as llama-quantize --pure "
+                   "does, or to llama.cpp's q4_k_m mix, read in place "
                    "(docs/quantization.md)")
-      ->check(CLI::IsMember({"q8_0", "q4_0"}));
+      ->check(
+          CLI::IsMember({"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "q4_k_m"}));
   compileCmd->add_option("--tokenizer", compileOptions.tokenizer,
                          "Tokenizer to store (default: the model's)");
   compileCmd->add_option("--chat-template", compileOptions.chatTemplate,
@@ -736,7 +743,8 @@ int main(int argc, char **argv) {
                     "and benchmarks)");
   makeModelCmd
       ->add_option("--config", makeModelOptions.config,
-                   "Shape: llama-110m, llama-1b or tiny")
+                   "Shape: llama-110m, llama-1b, tiny or tiny-llama3 (tiny "
+                   "with Llama 3.1 rope scaling from a context of 64)")
       ->required()
       ->check(CLI::IsMember(formats::syntheticConfigNames()));
   makeModelCmd->add_option("--seed", makeModelOptions.seed,
@@ -751,9 +759,11 @@ int main(int argc, char **argv) {
   makeModelCmd
       ->add_option("--dtype", makeModelOptions.dtype,
                    "Weight type: f32 (default), f16 or bf16 (GGUF and hf); "
-                   "q8_0 or q4_0 (GGUF: matrices quantized as "
-                   "llama-quantize --pure does, norms f32)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
+                   "q8_0, q4_0, q4_k, q5_k, q6_k (GGUF: matrices quantized "
+                   "as llama-quantize --pure does, norms f32) or q4_k_m "
+                   "(llama.cpp's mix)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k",
+                             "q5_k", "q6_k", "q4_k_m"}));
   makeModelCmd
       ->add_option("--llama2c-version", makeModelOptions.llama2cVersion,
                    "llama2.c layout: 0 (legacy, default) or 1 (export.py's "

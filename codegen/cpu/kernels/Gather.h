@@ -11,6 +11,7 @@
 #ifndef KILN_KERNELS_GATHER_H
 #define KILN_KERNELS_GATHER_H
 
+#include "KQuant.h"
 #include "KVCache.h"
 #include "Quant.h"
 #include "Vector.h"
@@ -32,10 +33,12 @@ void embedding(const kiln_step_args *a, int64_t rows, const int32_t *ids,
 /// out[t] = W[ids[t]] for `rows` ids, rows of C::D, from W packed in the
 /// panels of a GEMM with K = C::D (a tied model's classifier weight doubles
 /// as its embedding table and is stored once, so), as f32: exact for f32,
-/// f16 and bf16, d * (u - offset) for Q8_0 and Q4_0. C gives
+/// f16 and bf16, d * (u - offset) for Q8_0 and Q4_0, GGUF's dequantization
+/// for K-quants. C gives
 ///   D, NR           the table's row length and the panels' rows
-///   QUANT           a Quant: None, Q8_0 or Q4_0 (Quant.h's layout)
-///   wtype           float, _Float16, bf16; uint8_t for Q8_0 and Q4_0
+///   QUANT           a Quant: None, Q8_0 or Q4_0 (Quant.h's layout), Q4_K,
+///                   Q5_K or Q6_K (KQuant.h's)
+///   wtype           float, _Float16, bf16; uint8_t for quantized panels
 ///   PANEL_LAYOUT    0 plain: (n, k) at (p * D + k) * NR + c, for panel
 ///                   p = n / NR and column c = n % NR;
 ///                   1 lane pairs (bf16): within each group of 2 * LANES
@@ -54,7 +57,14 @@ void embedding_panels(const kiln_step_args *a, int64_t rows, const int32_t *ids,
     for (int64_t t = begin; t < end; ++t) {
       const int64_t n = ids[t], p = n / NR, c = n % NR;
       float *o = out + t * D;
-      if constexpr (QUANT != Quant::None) {
+      if constexpr (is_k_quant(QUANT)) {
+        static_assert(D % QK == 0, "K-quant rows are whole super-blocks");
+        constexpr int64_t SB = NR * kquant_column_bytes(QUANT), KS = D / QK;
+        const uint8_t *panel =
+            static_cast<const uint8_t *>(panels) + p * KS * SB;
+        for (int64_t s = 0; s < KS; ++s)
+          kquant_dequantize_column<QUANT, NR>(panel + s * SB, c, o + s * QK);
+      } else if constexpr (QUANT != Quant::None) {
         static_assert(D % QUANT_BLOCK == 0,
                       "Q8_0 and Q4_0 rows are whole blocks of 32");
         constexpr int64_t BB = quant_block_bytes(QUANT), KB = D / QUANT_BLOCK;

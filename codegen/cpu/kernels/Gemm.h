@@ -28,9 +28,11 @@
 //   EPSILON         the prologue's rms_norm epsilon
 //   BF16_PAIRS      bf16 panels loaded as lane pairs (columns c, c + V)
 //   BF16_DOT        bf16 panels of k pairs multiplied with vdpbf16ps
-//   QUANT           a Quant: None, or Q8_0 / Q4_0 panels (Quant.h's layout)
+//   QUANT           a Quant: None, Q8_0 / Q4_0 panels (Quant.h's layout),
+//                   or Q4_K / Q5_K / Q6_K panels (KQuant.h's)
 //   wtype           the packed element: float, _Float16 or bf16; uint8_t
-//                   for Q8_0 and Q4_0 (then BF16_PAIRS = BF16_DOT = false)
+//                   for quantized panels (then BF16_PAIRS = BF16_DOT =
+//                   false)
 //
 // Q8_0 and Q4_0 (K a multiple of 32): the rows of x, after the prologue,
 // are quantized once to int8 per block of 32 (Quant.h), and each block of
@@ -42,12 +44,19 @@
 // every ISA's path computes the same signed dot product exactly. k blocks
 // are rounded up to whole blocks of 32.
 //
+// K-quants (K a multiple of 256): the rows are quantized per super-block of
+// 256 as llama.cpp's Q8_K (KQuant.h), and each super-block of the register
+// block is KQuant.h's exact integer dot product with the sub-blocks' scales
+// and mins, then two float products. k blocks are whole super-blocks.
+//
 // Scratch (scratch_bytes; the code generator mirrors this formula), each
 // part 64-byte aligned, in this order:
 //   HAS_PROLOGUE    rows * K * 4          the normalized rows
 //   BF16_DOT        rows * KP * 2         the rows as bf16 pairs
 //   QUANT           rows * K              the rows' int8 levels, then
-//                   rows * (K / 32) * 8   per block d (float), c (int32)
+//                   rows * (K / 32) * 8   per block d (float), c (int32),
+//                                         or for K-quants
+//                   rows * (K / 256) * 52 per super-block KQuant.h's record
 //   SWIGLU          rows * N * 4          the up projection's partial sums
 //
 //===----------------------------------------------------------------------===//
@@ -56,6 +65,7 @@
 #define KILN_KERNELS_GEMM_H
 
 #include "Elementwise.h"
+#include "KQuant.h"
 #include "Norms.h"
 #include "Quant.h"
 #include "Vector.h"
@@ -78,18 +88,25 @@ template <class C> struct Gemm {
   static constexpr int64_t KP = BF16_DOT ? K + (K & 1) : K;
   static constexpr Quant QUANT = C::QUANT;
   static constexpr bool QUANTIZED = QUANT != Quant::None;
-  // Quantized: blocks per row of W, bytes per block, bytes per panel's block
-  // of 32 k, and the level the dot products treat as weight zero.
-  static constexpr int64_t KB = K / QUANT_BLOCK, BB = quant_block_bytes(QUANT);
+  static constexpr bool KQUANT = is_k_quant(QUANT);
+  // Quantized: k per block (32, or a K-quant's super-block of 256), blocks
+  // per row of W, bytes per column and block, bytes per panel's block, and
+  // the level the Q8_0 / Q4_0 dot products treat as weight zero.
+  static constexpr int64_t QB = KQUANT ? QK : QUANT_BLOCK;
+  static constexpr int64_t KB = K / QB;
+  static constexpr int64_t BB =
+      KQUANT ? kquant_column_bytes(QUANT) : quant_block_bytes(QUANT);
+  // Bytes per row and block of the quantized activations' scales.
+  static constexpr int64_t XS_BYTES = KQUANT ? KQ_RECORD * 4 : 8;
   static constexpr int64_t PANEL_BLOCK = NR * BB;
   static constexpr int OFFSET =
       QUANT == Quant::Q8_0 ? Q8_DOT_OFFSET : quant_offset(QUANT);
   using wtype = typename C::wtype;
   static_assert(QUANTIZED == same_type<wtype, uint8_t>,
-                "Q8_0 and Q4_0 panels are bytes (wtype uint8_t), and only "
-                "they");
-  static_assert(!QUANTIZED || K % QUANT_BLOCK == 0,
-                "Q8_0 and Q4_0 weights are whole blocks of 32 along K");
+                "quantized panels are bytes (wtype uint8_t), and only they");
+  static_assert(!QUANTIZED || K % QB == 0,
+                "quantized weights are whole blocks along K (32, or 256 for "
+                "K-quants)");
   static_assert(!QUANTIZED || (!C::BF16_PAIRS && !BF16_DOT),
                 "quantized panels have no bf16 layouts");
   static_assert(NR % V == 0, "NR must be whole vectors");
@@ -119,7 +136,7 @@ template <class C> struct Gemm {
     auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
     return (C::HAS_PROLOGUE ? aligned(rows * K * 4) : 0) +
            (BF16_DOT ? aligned(rows * KP * 2) : 0) +
-           (QUANTIZED ? aligned(rows * K) + aligned(rows * KB * 8) : 0) +
+           (QUANTIZED ? aligned(rows * K) + aligned(rows * KB * XS_BYTES) : 0) +
            (SWIGLU ? aligned(rows * N * 4) : 0);
   }
 
@@ -261,6 +278,56 @@ template <class C> struct Gemm {
     }
   }
 
+  /// Vectors of columns a K-quant register block of M rows works on at
+  /// once (a divisor of NV): as many as keep, per row and vector, the int32
+  /// sums and the runs' sums (2, or 4 for Q6_K) in the registers with the
+  /// scales and two to spare; else 1.
+  template <int M> static constexpr int kquant_vectors() {
+    constexpr int REGS = V == 16 ? 32 : 16;
+    constexpr int RUNS = QUANT == Quant::Q6_K ? 4 : 2;
+    for (int q = NV; q > 1; --q)
+      if (NV % q == 0 && q * (M * (RUNS + 1) + 2) + 2 <= REGS)
+        return q;
+    return 1;
+  }
+
+  /// The K-quant register block: rows [m0, m0 + M) x the panel's columns,
+  /// super-blocks in [k0, k0 + kl), into acc (acc2: swiglu's up).
+  template <int M>
+  static void kquant_block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
+                           int64_t kl, vfloat (&acc)[M][NV],
+                           vfloat (&acc2)[SWIGLU ? M : 1][NV]) {
+    constexpr int Q = kquant_vectors<M>();
+    const int64_t s0 = k0 / QK, ns = kl / QK;
+    const int32_t *rec =
+        reinterpret_cast<const int32_t *>(g.xs) + (m0 * KB + s0) * KQ_RECORD;
+    const int8_t *xq = g.xq + m0 * K + k0;
+    for (int j0 = 0; j0 < NV; j0 += Q) {
+      vfloat sum[M][Q], sum2[M][Q];
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < Q; ++j) {
+          sum[i][j] = acc[i][j0 + j];
+          sum2[i][j] = SWIGLU ? acc2[SWIGLU ? i : 0][j0 + j] : vfloat{};
+        }
+      for (int64_t s = 0; s < ns; ++s) {
+        const int64_t at = (panel * KB + s0 + s) * PANEL_BLOCK;
+        kquant_superblock<QUANT, NR, M, Q>(g.w + at, j0, xq + s * QK, K,
+                                           rec + s * KQ_RECORD, KB * KQ_RECORD,
+                                           sum);
+        if constexpr (SWIGLU)
+          kquant_superblock<QUANT, NR, M, Q>(g.w2 + at, j0, xq + s * QK, K,
+                                             rec + s * KQ_RECORD,
+                                             KB * KQ_RECORD, sum2);
+      }
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < Q; ++j) {
+          acc[i][j0 + j] = sum[i][j];
+          if constexpr (SWIGLU)
+            acc2[i][j0 + j] = sum2[i][j];
+        }
+    }
+  }
+
   /// Rows [m0, m0 + M) x the columns of one panel, reduction [k0, k0 + kl):
   /// the register block. `first` starts from the bias, later k blocks add
   /// to y; `last` applies the epilogue.
@@ -274,7 +341,9 @@ template <class C> struct Gemm {
         if (SWIGLU)
           acc2[i][j] = vfloat{};
       }
-    if constexpr (QUANTIZED) {
+    if constexpr (KQUANT) {
+      kquant_block<M>(g, m0, panel, k0, kl, acc, acc2);
+    } else if constexpr (QUANTIZED) {
       quant_block<M>(g, m0, panel, k0, kl, acc, acc2);
     } else if constexpr (BF16_DOT) {
       const wtype *w = g.w + (panel * KP + k0) * NR;
@@ -472,9 +541,13 @@ template <class C> struct Gemm {
       xq = reinterpret_cast<int8_t *>(next);
       next += aligned(rows * K);
       xs = reinterpret_cast<float *>(next);
-      next += aligned(rows * KB * 8);
+      next += aligned(rows * KB * XS_BYTES);
       parallel(a, rows, [&](int64_t begin, int64_t end) {
-        quantize_rows_q8(x, xq, xs, K, OFFSET, begin, end);
+        if constexpr (KQUANT)
+          quantize_rows_q8k(x, xq, reinterpret_cast<int32_t *>(xs), K, begin,
+                            end);
+        else
+          quantize_rows_q8(x, xq, xs, K, OFFSET, begin, end);
       });
     }
     bool prefill = rows >= C::PREFILL_FROM;
@@ -493,8 +566,8 @@ template <class C> struct Gemm {
     g.kBlock = prefill ? C::PREFILL_K : C::DECODE_K;
     if (BF16_DOT)
       g.kBlock += g.kBlock & 1; // whole pairs
-    if (QUANTIZED)              // whole blocks of 32
-      g.kBlock = (g.kBlock + QUANT_BLOCK - 1) / QUANT_BLOCK * QUANT_BLOCK;
+    if (QUANTIZED) // whole blocks (of 32, or K-quant super-blocks of 256)
+      g.kBlock = (g.kBlock + QB - 1) / QB * QB;
     g.panelsPerTask = (prefill ? C::PREFILL_N : C::DECODE_N) / NR;
     if (g.panelsPerTask < 1)
       g.panelsPerTask = 1;

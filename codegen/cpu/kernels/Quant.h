@@ -37,8 +37,14 @@
 namespace kiln::kernels {
 
 /// The weight format of a GEMM's panels: float (wtype float, _Float16 or
-/// bf16), or GGUF Q8_0 / Q4_0 blocks (wtype uint8_t) in the layout above.
-enum class Quant { None, Q8_0, Q4_0 };
+/// bf16), GGUF Q8_0 / Q4_0 blocks (wtype uint8_t) in the layout above, or
+/// GGUF K-quant super-blocks (wtype uint8_t) in KQuant.h's layout.
+enum class Quant { None, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K };
+
+/// Whether `q` is a K-quant (super-blocks of 256, KQuant.h).
+constexpr bool is_k_quant(Quant q) {
+  return q == Quant::Q4_K || q == Quant::Q5_K || q == Quant::Q6_K;
+}
 
 /// Weights per block (GGUF's QK8_0 and QK4_0).
 constexpr int64_t QUANT_BLOCK = 32;

@@ -317,6 +317,108 @@ inline vi32 vq4_widen(vq4acc acc) {
 #endif
 }
 
+//===--- Integer dot products of K-quant super-blocks --------------------===//
+//
+// K-quant weights (KQuant.h) carry a scale per sub-block of 16 or 32
+// weights, an integer per column: so a sub-block's dot sums are run on
+// their own (vdot_u8 into a vqacc), then multiplied by the columns' scales
+// into int32 (vqacc_scale). On the vpmaddubsw paths a vqacc holds int16
+// pair sums and vqacc_scale is one vpmaddwd against the scale in both
+// 16-bit halves of each lane (vscale_lanes), so the scale costs nothing
+// extra; elsewhere the sums are int32 and the scale an integer product.
+// KQuant.h bounds how many vdot_u8 an int16 vqacc takes.
+//
+//===----------------------------------------------------------------------===//
+
+/// Dot sums of one run of a sub-block (int16 pairs on the vpmaddubsw
+/// paths, else int32).
+typedef vi32 vqacc;
+
+/// acc + per lane sum_i w.byte[i] * x4.byte[i]: unsigned weight levels
+/// (at most 63) against 4 signed activation levels (-127..127).
+inline vqacc vdot_u8(vqacc acc, vu32 w, uint32_t x4) {
+#if defined(KILN_DOT_VNNI512)
+  return (vi32)_mm512_dpbusd_epi32((__m512i)acc, (__m512i)w,
+                                   _mm512_set1_epi32((int)x4));
+#elif defined(KILN_DOT_VNNI256) && defined(__AVX512VNNI__)
+  return (vi32)_mm256_dpbusd_epi32((__m256i)acc, (__m256i)w,
+                                   _mm256_set1_epi32((int)x4));
+#elif defined(KILN_DOT_VNNI256)
+  return (vi32)_mm256_dpbusd_avx_epi32((__m256i)acc, (__m256i)w,
+                                       _mm256_set1_epi32((int)x4));
+#elif defined(KILN_DOT_MADD512)
+  return (vi32)_mm512_add_epi16(
+      (__m512i)acc,
+      _mm512_maddubs_epi16((__m512i)w, _mm512_set1_epi32((int)x4)));
+#elif defined(KILN_DOT_MADD256)
+  return (vi32)_mm256_add_epi16(
+      (__m256i)acc,
+      _mm256_maddubs_epi16((__m256i)w, _mm256_set1_epi32((int)x4)));
+#else
+  for (int i = 0; i < 4; ++i)
+    acc += (vi32)((w >> (8 * i)) & 0xffu) * (int32_t)(int8_t)(x4 >> (8 * i));
+  return acc;
+#endif
+}
+
+/// Per-lane integer scales s (each within int16) in the form vqacc_scale
+/// multiplies by: s in both 16-bit halves on the vpmaddubsw paths, else s.
+inline vi32 vscale_lanes(vi32 s) {
+#if defined(KILN_DOT_MADD512) || defined(KILN_DOT_MADD256)
+  return (s & 0xffff) | (s << 16);
+#else
+  return s;
+#endif
+}
+
+/// The run's dot sums times the lanes' scales (vscale_lanes), as int32.
+inline vi32 vqacc_scale(vqacc acc, vi32 scale) {
+#if defined(KILN_DOT_MADD512)
+  return (vi32)_mm512_madd_epi16((__m512i)acc, (__m512i)scale);
+#elif defined(KILN_DOT_MADD256)
+  return (vi32)_mm256_madd_epi16((__m256i)acc, (__m256i)scale);
+#else
+  return acc * scale;
+#endif
+}
+
+/// V lanes of 16-bit pairs from 2V bytes: lane c = (p[2c], p[2c + 1]),
+/// sign- or zero-extended.
+template <bool SIGNED> inline vi32 vload_byte_pairs(const uint8_t *p) {
+#if KILN_VECTOR_FLOATS == 16 && defined(__AVX512BW__)
+  __m256i b = _mm256_loadu_si256((const __m256i *)p);
+  return (vi32)(SIGNED ? _mm512_cvtepi8_epi16(b) : _mm512_cvtepu8_epi16(b));
+#elif KILN_VECTOR_FLOATS == 8 && defined(__AVX2__)
+  __m128i b = _mm_loadu_si128((const __m128i *)p);
+  return (vi32)(SIGNED ? _mm256_cvtepi8_epi16(b) : _mm256_cvtepu8_epi16(b));
+#else
+  vi32 r;
+  for (int c = 0; c < V; ++c) {
+    int lo = SIGNED ? int(int8_t(p[2 * c])) : int(p[2 * c]);
+    int hi = SIGNED ? int(int8_t(p[2 * c + 1])) : int(p[2 * c + 1]);
+    r[c] = int32_t(uint32_t(uint16_t(lo)) | (uint32_t(uint16_t(hi)) << 16));
+  }
+  return r;
+#endif
+}
+
+/// The low and high 16-bit halves of each lane, sign-extended to int32.
+inline vi32 vlow16(vi32 pairs) { return (pairs << 16) >> 16; }
+inline vi32 vhigh16(vi32 pairs) { return pairs >> 16; }
+
+/// Per lane a.lo * x.lo + a.hi * x.hi for lanes of int16 pairs a and one
+/// int16 pair x (vpmaddwd with x broadcast).
+inline vi32 vmadd_pairs(vi32 a, uint32_t x) {
+#if KILN_VECTOR_FLOATS == 16 && defined(__AVX512BW__)
+  return (vi32)_mm512_madd_epi16((__m512i)a, _mm512_set1_epi32((int)x));
+#elif KILN_VECTOR_FLOATS == 8 && defined(__AVX2__)
+  return (vi32)_mm256_madd_epi16((__m256i)a, _mm256_set1_epi32((int)x));
+#else
+  return vlow16(a) * (int32_t)(int16_t)(x & 0xffffu) +
+         vhigh16(a) * (int32_t)(int16_t)(x >> 16);
+#endif
+}
+
 /// exp(x) for V lanes at once (Cephes' expf: Cody-Waite reduction by ln 2
 /// and a degree-5 polynomial; within 2 ulp of expf for x in [-87, 88], to
 /// which x is clamped). Softmax weights below e^-87 are zero to float
