@@ -29,10 +29,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LLAMA_TYPES = {"bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0"}
+LLAMA_TYPES = {"bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q6_k": "Q6_K",
+               "q4_k_m": "Q4_K_M"}
+# Mixes are llama-quantize's own choice per tensor, not --pure.
+MIXES = {"q4_k_m"}
 # Bytes a weight of each type occupies in a GGUF (a Q8_0 block: 32 int8 and
 # one f16 scale; Q4_0: 32 nibbles and one f16 scale).
-BYTES_PER_WEIGHT = {"f32": 4.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+BYTES_PER_WEIGHT = {"f32": 4.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32,
+                    "q6_k": 210 / 256, "q4_k_m": None}
 
 
 def parse_args():
@@ -42,8 +46,8 @@ def parse_args():
     p.add_argument("--prompt-tokens", default="128,512")
     p.add_argument("--gen-tokens", type=int, default=128)
     p.add_argument("--dtypes", default=None,
-                   help="f32,bf16,q8_0,q4_0 (default: f32,bf16, and q8_0,q4_0 "
-                        "with --llama-quantize)")
+                   help="f32,bf16,q8_0,q4_0,q6_k,q4_k_m (default: f32,bf16, "
+                        "and q8_0,q4_0 with --llama-quantize)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--llama-bench", help="path of llama.cpp's llama-bench")
     p.add_argument("--llama-quantize", help="path of llama.cpp's llama-quantize")
@@ -60,8 +64,9 @@ def parse_args():
         a.dtypes = "f32,bf16" + (",q8_0,q4_0" if a.llama_quantize else "")
     a.dtypes = a.dtypes.split(",")
     for d in a.dtypes:
-        if d not in BYTES_PER_WEIGHT:
-            p.error(f"--dtypes: unknown type {d} (f32, bf16, q8_0, q4_0)")
+        if d not in BYTES_PER_WEIGHT:  # (a mix's entry is None)
+            p.error(f"--dtypes: unknown type {d} (f32, bf16, q8_0, q4_0, "
+                    "q6_k, q4_k_m)")
     for tool in ("llama_bench", "llama_quantize"):
         path = getattr(a, tool)
         if path and not os.access(path, os.X_OK):
@@ -115,7 +120,8 @@ def prepare(a, work):
             if a.llama_quantize:
                 gguf = work / f"{a.config}-{dtype}.gguf"
                 if not gguf.exists():
-                    run([a.llama_quantize, "--pure", f32, gguf, LLAMA_TYPES[dtype]])
+                    pure = [] if dtype in MIXES else ["--pure"]
+                    run([a.llama_quantize, *pure, f32, gguf, LLAMA_TYPES[dtype]])
             elif dtype != "bf16":
                 say(f"skipping {dtype}: its GGUF comes from --llama-quantize")
                 continue
@@ -323,9 +329,12 @@ def main():
             kiln_gbs = k[0] * info[0]["bytes_per_token"] / 1e9
             l = cell_rate("llama.cpp", cell.dtype, threads, tg)
             # llama.cpp reads every matrix in its GGUF type: the same
-            # parameters at that type's bytes a weight.
+            # parameters at that type's bytes a weight (a mix's: its file's
+            # bytes over the counted parameters).
+            per_weight = (os.path.getsize(cell.gguf) / info[0]["parameters"]
+                          if cell.dtype in MIXES else BYTES_PER_WEIGHT[cell.dtype])
             llama_gbs = (None if l is None else
-                         l[0] * info[0]["parameters"] * BYTES_PER_WEIGHT[cell.dtype] / 1e9)
+                         l[0] * info[0]["parameters"] * per_weight / 1e9)
             print(f"| {cell.dtype} | {threads} | {read:.1f} | {kiln_gbs:.1f} "
                   f"({100 * kiln_gbs / read:.0f}%) | "
                   + ("—" if llama_gbs is None else f"{llama_gbs:.1f} ({100 * llama_gbs / read:.0f}%)")
