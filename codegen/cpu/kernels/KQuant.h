@@ -205,10 +205,14 @@ inline void kquant_superblock(const uint8_t *sb, int j0, const int8_t *xq,
       for (int n = 0; n < 2; ++n) {
         // Runs s = 0..3: k = 128 n + 32 s + 4g, sub-block 8n + 2s + g / 4,
         // its scale the half g / 4 of pair t = 4n + s.
-        vi32 scales[4];
-        for (int s = 0; s < 4; ++s)
-          scales[s] =
+        // The runs' scales, widened once: run s, half g / 4.
+        vi32 sc[4][2];
+        for (int s = 0; s < 4; ++s) {
+          vi32 pairs =
               vload_byte_pairs<true>(sb + 2 * NR + (4 * n + s) * 2 * NR + pair);
+          sc[s][0] = vscale_lanes(vlow16(pairs));
+          sc[s][1] = vscale_lanes(vhigh16(pairs));
+        }
         vqacc acc[M][4];
         for (int i = 0; i < M; ++i)
           for (int s = 0; s < 4; ++s)
@@ -226,14 +230,11 @@ inline void kquant_superblock(const uint8_t *sb, int j0, const int8_t *xq,
               acc[i][s] =
                   vdot_u8(acc[i][s], w[s], x4(i, 128 * n + 32 * s + 4 * g));
           if ((g + 1) % RUN == 0)
-            for (int s = 0; s < 4; ++s) {
-              vi32 sc =
-                  vscale_lanes(g < 4 ? vlow16(scales[s]) : vhigh16(scales[s]));
+            for (int s = 0; s < 4; ++s)
               for (int i = 0; i < M; ++i) {
-                dot[i] += vqacc_scale(acc[i][s], sc);
+                dot[i] += vqacc_scale(acc[i][s], sc[s][g / 4]);
                 acc[i][s] = vqacc{};
               }
-            }
         }
       }
       // The zero level: 32 * sum_j sc[j] * bsum16_j.
