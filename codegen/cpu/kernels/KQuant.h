@@ -202,16 +202,18 @@ inline void kquant_superblock(const uint8_t *sb, int j0, const int8_t *xq,
     } else {
       static_assert(QT == Quant::Q6_K, "a K-quant");
       constexpr int64_t QL = 18 * NR, QH = 146 * NR;
+      // The 16 scales as 8 lanes of pairs, loaded once: the runs' scales
+      // and the zero level's operand.
+      vi32 scales[8];
+      for (int t = 0; t < 8; ++t)
+        scales[t] = vload_byte_pairs<true>(sb + 2 * NR + t * 2 * NR + pair);
       for (int n = 0; n < 2; ++n) {
         // Runs s = 0..3: k = 128 n + 32 s + 4g, sub-block 8n + 2s + g / 4,
-        // its scale the half g / 4 of pair t = 4n + s.
-        // The runs' scales, widened once: run s, half g / 4.
+        // its scale the half g / 4 of pair t = 4n + s, widened once.
         vi32 sc[4][2];
         for (int s = 0; s < 4; ++s) {
-          vi32 pairs =
-              vload_byte_pairs<true>(sb + 2 * NR + (4 * n + s) * 2 * NR + pair);
-          sc[s][0] = vscale_lanes(vlow16(pairs));
-          sc[s][1] = vscale_lanes(vhigh16(pairs));
+          sc[s][0] = vscale_lanes(vlow16(scales[4 * n + s]));
+          sc[s][1] = vscale_lanes(vhigh16(scales[4 * n + s]));
         }
         vqacc acc[M][4];
         for (int i = 0; i < M; ++i)
@@ -238,9 +240,6 @@ inline void kquant_superblock(const uint8_t *sb, int j0, const int8_t *xq,
         }
       }
       // The zero level: 32 * sum_j sc[j] * bsum16_j.
-      vi32 scales[8];
-      for (int t = 0; t < 8; ++t)
-        scales[t] = vload_byte_pairs<true>(sb + 2 * NR + t * 2 * NR + pair);
       vfloat d = vload_f16(sb + 2 * (j0 + j) * V);
       for (int i = 0; i < M; ++i) {
         const int32_t *r = rec + i * recStride;
