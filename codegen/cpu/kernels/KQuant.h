@@ -159,8 +159,8 @@ inline void kquant_superblock(const uint8_t *sb, int j0, const int8_t *xq,
         // Sub-blocks 2 c64 (low nibbles) and 2 c64 + 1 (high nibbles).
         vi32 scales =
             vload_byte_pairs<false>(sb + 4 * NR + c64 * 2 * NR + pair);
-        vi32 scLo = vscale_lanes(vlow16(scales)),
-             scHi = vscale_lanes(vhigh16(scales));
+        vi32 scLo = vscale_half<false>(scales),
+             scHi = vscale_half<true>(scales);
         vqacc lo[M], hi[M];
         for (int i = 0; i < M; ++i)
           lo[i] = hi[i] = vqacc{};
@@ -175,10 +175,13 @@ inline void kquant_superblock(const uint8_t *sb, int j0, const int8_t *xq,
           for (int i = 0; i < M; ++i) {
             lo[i] = vdot_u8(lo[i], wlo, x4(i, 64 * c64 + 4 * g));
             hi[i] = vdot_u8(hi[i], whi, x4(i, 64 * c64 + 32 + 4 * g));
+            vkeep(lo[i]);
+            vkeep(hi[i]);
           }
           if ((g + 1) % RUN == 0)
             for (int i = 0; i < M; ++i) {
               dot[i] += vqacc_scale(lo[i], scLo) + vqacc_scale(hi[i], scHi);
+              vkeep(dot[i]);
               lo[i] = hi[i] = vqacc{};
             }
         }
@@ -202,54 +205,82 @@ inline void kquant_superblock(const uint8_t *sb, int j0, const int8_t *xq,
     } else {
       static_assert(QT == Quant::Q6_K, "a K-quant");
       constexpr int64_t QL = 18 * NR, QH = 146 * NR;
-      // The 16 scales as 8 lanes of pairs, loaded once: the runs' scales
-      // and the zero level's operand.
-      vi32 scales[8];
-      for (int t = 0; t < 8; ++t)
-        scales[t] = vload_byte_pairs<true>(sb + 2 * NR + t * 2 * NR + pair);
-      for (int n = 0; n < 2; ++n) {
-        // Runs s = 0..3: k = 128 n + 32 s + 4g, sub-block 8n + 2s + g / 4,
-        // its scale the half g / 4 of pair t = 4n + s, widened once.
-        vi32 sc[4][2];
-        for (int s = 0; s < 4; ++s) {
-          sc[s][0] = vscale_lanes(vlow16(scales[4 * n + s]));
-          sc[s][1] = vscale_lanes(vhigh16(scales[4 * n + s]));
-        }
-        vqacc acc[M][4];
-        for (int i = 0; i < M; ++i)
-          for (int s = 0; s < 4; ++s)
-            acc[i][s] = vqacc{};
-        for (int g = 0; g < 8; ++g) {
-          vu32 a = load(sb + QL + (16 * n + g) * 4 * NR + lane);
-          vu32 b = load(sb + QL + (16 * n + 8 + g) * 4 * NR + lane);
-          vu32 h = load(sb + QH + (8 * n + g) * 4 * NR + lane);
-          vu32 w[4] = {(a & 0x0f0f0f0fu) | ((h & 0x03030303u) << 4),
-                       (b & 0x0f0f0f0fu) | ((h & 0x0c0c0c0cu) << 2),
-                       ((a >> 4) & 0x0f0f0f0fu) | (h & 0x30303030u),
-                       ((b >> 4) & 0x0f0f0f0fu) | ((h >> 2) & 0x30303030u)};
-          for (int i = 0; i < M; ++i)
-            for (int s = 0; s < 4; ++s)
-              acc[i][s] =
-                  vdot_u8(acc[i][s], w[s], x4(i, 128 * n + 32 * s + 4 * g));
-          if ((g + 1) % RUN == 0)
-            for (int s = 0; s < 4; ++s)
-              for (int i = 0; i < M; ++i) {
-                dot[i] += vqacc_scale(acc[i][s], sc[s][g / 4]);
-                acc[i][s] = vqacc{};
+      // Runs s and s + 2 (k = 128 n + 32 s + 4g and 64 further) take the
+      // two nibbles of the same ql bytes and the bit pairs s and s + 2 of
+      // the same qh bytes: they are done together, in halves of 4 groups
+      // (sub-blocks 8n + 2s + half and 8n + 2s + 4 + half). Their scales are
+      // loaded where they are used, and the zero level's sum taken there
+      // too, so no scale stays live across the loop (the full unrolling
+      // would otherwise hoist all 16 and spill them).
+      vi32 offset[M];
+      for (int i = 0; i < M; ++i)
+        offset[i] = vi32{};
+#pragma GCC unroll 2
+      for (int n = 0; n < 2; ++n)
+#pragma GCC unroll 2
+        for (int s = 0; s < 2; ++s) {
+          const int tA = 4 * n + s, tB = tA + 2; // scale pairs of the runs
+          const vi32 pA =
+              vload_byte_pairs<true>(sb + 2 * NR + tA * 2 * NR + pair);
+          const vi32 pB =
+              vload_byte_pairs<true>(sb + 2 * NR + tB * 2 * NR + pair);
+          for (int i = 0; i < M; ++i) {
+            const int32_t *r = rec + i * recStride;
+            offset[i] += vmadd_pairs(pA, uint32_t(r[1 + tA])) +
+                         vmadd_pairs(pB, uint32_t(r[1 + tB]));
+            vkeep(offset[i]);
+          }
+          // With more than two rows the two runs' accumulators would not
+          // fit the registers: each run then reads the groups itself.
+          constexpr int PARTS = M <= 2 ? 1 : 2;
+#pragma GCC unroll 2
+          for (int half = 0; half < 2; ++half)
+#pragma GCC unroll 2
+            for (int part = 0; part < PARTS; ++part) {
+              const bool runA = PARTS == 1 || part == 0,
+                         runB = !runA || PARTS == 1;
+              const vi32 scA =
+                  half ? vscale_half<true>(pA) : vscale_half<false>(pA);
+              const vi32 scB =
+                  half ? vscale_half<true>(pB) : vscale_half<false>(pB);
+              vqacc a[M], b[M];
+              for (int i = 0; i < M; ++i)
+                a[i] = b[i] = vqacc{};
+#pragma GCC unroll 4
+              for (int g = 4 * half; g < 4 * half + 4; ++g) {
+                vu32 q = load(sb + QL + (16 * n + 8 * s + g) * 4 * NR + lane);
+                vu32 h = load(sb + QH + (8 * n + g) * 4 * NR + lane) >> (2 * s);
+                const int64_t k = 128 * n + 32 * s + 4 * g;
+                if (runA) {
+                  vu32 w = (q & 0x0f0f0f0fu) | ((h & 0x03030303u) << 4);
+                  for (int i = 0; i < M; ++i)
+                    a[i] = vdot_u8(a[i], w, x4(i, k));
+                }
+                if (runB) {
+                  vu32 w = ((q >> 4) & 0x0f0f0f0fu) | (h & 0x30303030u);
+                  for (int i = 0; i < M; ++i)
+                    b[i] = vdot_u8(b[i], w, x4(i, k + 64));
+                }
+                if ((g + 1) % RUN == 0)
+                  for (int i = 0; i < M; ++i) {
+                    if (runA)
+                      dot[i] += vqacc_scale(a[i], scA);
+                    if (runB)
+                      dot[i] += vqacc_scale(b[i], scB);
+                    vkeep(dot[i]);
+                    a[i] = b[i] = vqacc{};
+                  }
               }
+            }
         }
-      }
       // The zero level: 32 * sum_j sc[j] * bsum16_j.
       vfloat d = vload_f16(sb + 2 * (j0 + j) * V);
       for (int i = 0; i < M; ++i) {
         const int32_t *r = rec + i * recStride;
-        vi32 offset{};
-        for (int t = 0; t < 8; ++t)
-          offset += vmadd_pairs(scales[t], uint32_t(r[1 + t]));
         float dx;
         memcpy(&dx, r, sizeof dx);
         sum[i][j] +=
-            (d * dx) * __builtin_convertvector(dot[i] - 32 * offset, vfloat);
+            (d * dx) * __builtin_convertvector(dot[i] - 32 * offset[i], vfloat);
       }
     }
   }

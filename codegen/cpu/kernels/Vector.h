@@ -406,6 +406,41 @@ template <bool SIGNED> inline vi32 vload_byte_pairs(const uint8_t *p) {
 inline vi32 vlow16(vi32 pairs) { return (pairs << 16) >> 16; }
 inline vi32 vhigh16(vi32 pairs) { return pairs >> 16; }
 
+/// An optimization barrier on v (as Eigen's EIGEN_OPTIMIZATION_BARRIER):
+/// the compiler must hold v in a register here, as computed so far. A
+/// running integer sum passed through it stays a chain: without it, GCC
+/// reassociates a fully unrolled super-block's sum into one tree at the
+/// end, keeping every term live until then and spilling them.
+template <typename T> inline void vkeep(T &v) {
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__("" : "+x"(v));
+#elif defined(__aarch64__)
+  __asm__("" : "+w"(v));
+#else
+  (void)v;
+#endif
+}
+
+/// One half (HIGH: the high one) of each lane's int16 pair, as scales in
+/// vqacc_scale's form: vscale_lanes(HIGH ? vhigh16(p) : vlow16(p)). On the
+/// vpmaddubsw paths that is one byte shuffle copying the half into both.
+template <bool HIGH> inline vi32 vscale_half(vi32 pairs) {
+#if defined(KILN_DOT_MADD512) || defined(KILN_DOT_MADD256)
+  constexpr char b0 = HIGH ? 2 : 0, b1 = HIGH ? 3 : 1;
+  const __m128i dup =
+      _mm_setr_epi8(b0, b1, b0, b1, b0 + 4, b1 + 4, b0 + 4, b1 + 4, b0 + 8,
+                    b1 + 8, b0 + 8, b1 + 8, b0 + 12, b1 + 12, b0 + 12, b1 + 12);
+#if defined(KILN_DOT_MADD512)
+  return (vi32)_mm512_shuffle_epi8((__m512i)pairs, _mm512_broadcast_i32x4(dup));
+#else
+  return (vi32)_mm256_shuffle_epi8((__m256i)pairs,
+                                   _mm256_broadcastsi128_si256(dup));
+#endif
+#else
+  return HIGH ? vhigh16(pairs) : vlow16(pairs);
+#endif
+}
+
 /// Per lane a.lo * x.lo + a.hi * x.hi for lanes of int16 pairs a and one
 /// int16 pair x (vpmaddwd with x broadcast).
 inline vi32 vmadd_pairs(vi32 a, uint32_t x) {
