@@ -113,8 +113,20 @@ void packKQuantColumn(PackedType type, const uint8_t *src, uint8_t *dst,
     dst[2 * c + 1] = src[209];
     for (int64_t j = 0; j < 16; ++j)
       dst[2 * nr + (j / 2) * 2 * nr + 2 * c + j % 2] = src[192 + j];
-    groups(src, 32, dst + 18 * nr);
-    groups(src + 128, 16, dst + 146 * nr);
+    // Then 48 slots of 4 bytes a row, in the order the dot product reads
+    // them: per half n, ql group 16n + g and qh group 8n + g alternating,
+    // then ql groups 16n + 8 .. 16n + 15 (KQuant.h's q6k_ql_slot and
+    // q6k_qh_slot).
+    auto slot = [&](const uint8_t *from, int64_t z) {
+      for (int64_t i = 0; i < 4; ++i)
+        dst[18 * nr + z * 4 * nr + 4 * c + i] = from[i];
+    };
+    for (int64_t t = 0; t < 32; ++t) {
+      const int64_t n = t / 16, r = t % 16;
+      slot(src + 4 * t, 24 * n + (r < 8 ? 2 * r : 8 + r));
+    }
+    for (int64_t u = 0; u < 16; ++u)
+      slot(src + 128 + 4 * u, 24 * (u / 8) + 2 * (u % 8) + 1);
     return;
   }
   // GGUF: f16 d, f16 dmin, scales[12], (Q5_K: qh[32]), qs[128].

@@ -525,10 +525,15 @@ std::vector<uint32_t> packKQuantPanels(const QuantWeight &w, int64_t nr) {
         out[2 * c + 1] = src[209];
         for (int j = 0; j < 16; ++j)
           out[2 * nr + (j / 2) * 2 * nr + 2 * c + j % 2] = src[192 + j];
-        for (int t = 0; t < 32; ++t)
-          put4(18 * nr, t, src + 4 * t);
-        for (int t = 0; t < 16; ++t)
-          put4(146 * nr, t, src + 128 + 4 * t);
+        // Slots of 4 bytes in reading order: per half n of the block, the
+        // ql and qh groups of the same 4 k alternate, then the ql groups
+        // of the second 32 k (docs/artifact.md).
+        for (int n = 0; n < 2; ++n)
+          for (int g = 0; g < 8; ++g) {
+            put4(18 * nr, 24 * n + 2 * g, src + 4 * (16 * n + g));
+            put4(18 * nr, 24 * n + 2 * g + 1, src + 128 + 4 * (8 * n + g));
+            put4(18 * nr, 24 * n + 16 + g, src + 4 * (16 * n + 8 + g));
+          }
         continue;
       }
       for (int i = 0; i < 2; ++i) {
