@@ -14,6 +14,11 @@
 #include <cpuid.h>
 #define KILN_HAVE_CPUID 1
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#define KILN_HAVE_ARCH_PRCTL 1
+#endif
 
 namespace kiln::runtime {
 
@@ -31,6 +36,17 @@ uint64_t readXcr0() {
 
 bool bit(uint32_t reg, int n) { return (reg >> n) & 1u; }
 #endif
+
+/// Asks Linux for the AMX tile data state (XFEATURE_XTILEDATA, 18) for this
+/// process: without it the first tile instruction faults. Idempotent.
+bool requestTileData() {
+#ifdef KILN_HAVE_ARCH_PRCTL
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 std::string trim(const std::string &s) {
   size_t begin = s.find_first_not_of(" \t");
@@ -57,12 +73,13 @@ std::vector<std::string> detectCpuFeatures() {
   const bool zmm = ymm && (xcr0 & 0xe6) == 0xe6;
 
   unsigned maxLeaf = __get_cpuid_max(0, nullptr);
-  uint32_t leaf7b = 0, leaf7c = 0, leaf7s1a = 0;
+  uint32_t leaf7b = 0, leaf7c = 0, leaf7d = 0, leaf7s1a = 0;
   if (maxLeaf >= 7) {
     unsigned maxSubleaf = 0;
     __cpuid_count(7, 0, maxSubleaf, ebx, ecx, edx);
     leaf7b = ebx;
     leaf7c = ecx;
+    leaf7d = edx;
     if (maxSubleaf >= 1) {
       __cpuid_count(7, 1, eax, ebx, ecx, edx);
       leaf7s1a = eax;
@@ -83,6 +100,13 @@ std::vector<std::string> detectCpuFeatures() {
   add(zmm && bit(leaf7s1a, 5), "avx512bf16");
   add(zmm && bit(leaf7c, 11), "avx512vnni");
   add(ymm && bit(leaf7s1a, 4), "avxvnni");
+  // XCR0 bits 17 and 18: tile configuration and tile data, which Linux
+  // enables only for processes that ask (requestTileData).
+  const bool tiles = zmm && bit(leaf7d, 24) && (xcr0 & 0x60000) == 0x60000 &&
+                     requestTileData();
+  add(tiles, "amx-tile");
+  add(tiles && bit(leaf7d, 22), "amx-bf16");
+  add(tiles && bit(leaf7d, 25), "amx-int8");
 #endif
   return features;
 }
@@ -94,6 +118,10 @@ std::vector<std::string> hostCpuFeatures() {
   std::vector<std::string> features;
   if (trim(env) == "none")
     return features;
+  // Listed AMX still needs the OS's permission; without it, it is not there.
+  auto granted = [](const std::string &name) {
+    return name.rfind("amx-", 0) != 0 || requestTileData();
+  };
   std::string list = env;
   size_t start = 0;
   while (start <= list.size()) {
@@ -102,7 +130,8 @@ std::vector<std::string> hostCpuFeatures() {
       comma = list.size();
     std::string name = trim(list.substr(start, comma - start));
     if (!name.empty() &&
-        std::find(features.begin(), features.end(), name) == features.end())
+        std::find(features.begin(), features.end(), name) == features.end() &&
+        granted(name))
       features.push_back(name);
     start = comma + 1;
   }

@@ -8,9 +8,12 @@
 // Feature names are LLVM's (what passes/target/TargetDescription.h reads from
 // llvm::sys::getHostCPUFeatures), read here with CPUID so the runtime needs
 // no LLVM: avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq,
-// avx512bf16, avx512vnni, avxvnni. A feature counts only when the OS saves
-// the registers it uses (XGETBV: ymm state for AVX, zmm and mask state for
-// AVX-512); a hypervisor or kernel that disables them disables the feature.
+// avx512bf16, avx512vnni, avxvnni, amx-tile, amx-bf16, amx-int8. A feature
+// counts only when the OS saves the registers it uses (XGETBV: ymm state for
+// AVX, zmm and mask state for AVX-512, tile state for AMX); a hypervisor or
+// kernel that disables them disables the feature. AMX's tile data state
+// Linux grants per process on request (arch_prctl ARCH_REQ_XCOMP_PERM):
+// reporting amx-* asks for it, and a refusal leaves them out.
 //
 //===----------------------------------------------------------------------===//
 

@@ -562,6 +562,13 @@ void CpuStepEmitter::emitGemm(Operation *op) {
   bool bf16Dot = packing.layout == PanelLayout::KPairs;
   bool bf16Pairs = packing.layout == PanelLayout::LanePairs;
   bool quantized = isQuantized(packed);
+  // AMX tiles where the target has them for this format (kernels/Gemm.h):
+  // bf16 k pairs, Q8_0 and Q4_0 levels; 16 columns of a panel at a time.
+  const target::CpuTarget &cpu = target.cpu();
+  bool amx = nr % 16 == 0 &&
+             ((bf16Dot && cpu.amxBf16) ||
+              ((packed == PackedType::Q8_0 || packed == PackedType::Q4_0) &&
+               cpu.amxInt8));
   Instance gemm;
   gemm.kind = up ? "swiglu" : "gemm";
   gemm.header = "kernels/Gemm.h";
@@ -600,7 +607,8 @@ void CpuStepEmitter::emitGemm(Operation *op) {
       ";\n"
       "static constexpr bool BF16_PAIRS = " +
       boolean(bf16Pairs) + ", BF16_DOT = " + boolean(bf16Dot) + ";\n" +
-      quantLine(packed) + "using wtype = " + wtype +
+      quantLine(packed) + "static constexpr bool AMX = " + boolean(amx) +
+      "; // AMX tiles\n" + "using wtype = " + wtype +
       "; // packed weight element\n";
   gemm.signature =
       "const kiln_step_args *a, int64_t rows, const float *x, const float "
@@ -613,6 +621,7 @@ void CpuStepEmitter::emitGemm(Operation *op) {
                         ", packed " + packedTypeName(packed).str() +
                         " in panels of " + str(nr) +
                         (bf16Dot ? " as k pairs (bf16 dot products)" : "") +
+                        (amx ? " (AMX tiles)" : "") +
                         (quantized ? std::string(" (integer dot products, "
                                                  "activations quantized per "
                                                  "block of ") +

@@ -58,6 +58,12 @@ std::vector<std::string> targetFlags(const target::TargetDescription &target) {
       flags.push_back("-mavx512bf16");
     if (cpu.avx512vnni)
       flags.push_back("-mavx512vnni");
+    if (cpu.amxBf16 || cpu.amxInt8)
+      flags.push_back("-mamx-tile");
+    if (cpu.amxBf16)
+      flags.push_back("-mamx-bf16");
+    if (cpu.amxInt8)
+      flags.push_back("-mamx-int8");
     // Wide vectors everywhere the kernels ask for them.
     flags.push_back("-mprefer-vector-width=512");
     break;
@@ -80,6 +86,12 @@ requiredCpuFeatures(const target::TargetDescription &target) {
       features.push_back("avx512bf16");
     if (cpu.avx512vnni)
       features.push_back("avx512vnni");
+    if (cpu.amxBf16 || cpu.amxInt8)
+      features.push_back("amx-tile");
+    if (cpu.amxBf16)
+      features.push_back("amx-bf16");
+    if (cpu.amxInt8)
+      features.push_back("amx-int8");
   }
   if (cpu.isa == target::CpuIsa::Portable) {
     if (cpu.fma)

@@ -16,6 +16,10 @@ const std::vector<KernelLibraryFile> &kernelLibrary() {
 #include "kernels/Vector.h.inc"
       },
       {
+          "kernels/Amx.h",
+#include "kernels/Amx.h.inc"
+      },
+      {
           "kernels/Quant.h",
 #include "kernels/Quant.h.inc"
       },

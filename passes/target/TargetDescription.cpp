@@ -108,6 +108,8 @@ const Extension kExtensions[] = {
     {"bf16", &CpuTarget::avx512bf16, CpuIsa::AVX512, false},
     {"vnni", &CpuTarget::avx512vnni, CpuIsa::AVX512, false},
     {"avxvnni", &CpuTarget::avxvnni, CpuIsa::AVX2, false},
+    {"amx-bf16", &CpuTarget::amxBf16, CpuIsa::AVX512, false},
+    {"amx-int8", &CpuTarget::amxInt8, CpuIsa::AVX512, false},
 };
 
 StringRef isaName(CpuIsa isa) { return namedCpu(isa).name; }
@@ -217,8 +219,8 @@ llvm::Expected<TargetDescription> parseCpuHead(StringRef head,
     if (e == std::end(kExtensions))
       return error("unknown extension '+" + name +
                    "'; expected +fma, +f16c (portable only; avx2 and avx512 "
-                   "imply them), +avxvnni (avx2, avx512), +bf16 or +vnni "
-                   "(avx512)");
+                   "imply them), +avxvnni (avx2, avx512), +bf16, +vnni, "
+                   "+amx-bf16 or +amx-int8 (avx512)");
     if (e->needs > c.isa)
       return error("extension '+" + name + "' needs " + isaName(e->needs) +
                    " or above, not " + base);
@@ -388,7 +390,8 @@ void printCpu(llvm::raw_ostream &os, const CpuTarget &c) {
   for (auto [flag, name] :
        {std::pair{c.fma, "fma"}, std::pair{c.f16c, "f16c"},
         std::pair{c.avx512bf16, "avx512bf16"},
-        std::pair{c.avx512vnni, "avx512vnni"}, std::pair{c.avxvnni, "avxvnni"}})
+        std::pair{c.avx512vnni, "avx512vnni"}, std::pair{c.avxvnni, "avxvnni"},
+        std::pair{c.amxBf16, "amx-bf16"}, std::pair{c.amxInt8, "amx-int8"}})
     if (flag) {
       os << separator << name;
       separator = " ";
@@ -422,7 +425,8 @@ void printCuda(llvm::raw_ostream &os, const CudaTarget &g) {
 bool kiln::target::operator==(const CpuTarget &a, const CpuTarget &b) {
   return a.isa == b.isa && a.fma == b.fma && a.f16c == b.f16c &&
          a.avx512bf16 == b.avx512bf16 && a.avx512vnni == b.avx512vnni &&
-         a.avxvnni == b.avxvnni && a.vectorBits == b.vectorBits &&
+         a.avxvnni == b.avxvnni && a.amxBf16 == b.amxBf16 &&
+         a.amxInt8 == b.amxInt8 && a.vectorBits == b.vectorBits &&
          a.cores == b.cores && a.l1dBytes == b.l1dBytes &&
          a.l2Bytes == b.l2Bytes && a.l3Bytes == b.l3Bytes;
 }
@@ -501,6 +505,10 @@ kiln::target::describeHostCpu(const llvm::StringMap<bool> &features,
   c.avx512bf16 = avx512 && has("avx512bf16");
   c.avx512vnni = avx512 && has("avx512vnni");
   c.avxvnni = avx2 && has("avxvnni");
+  // LLVM reports AMX only where XCR0 has the tile state; the runtime asks
+  // Linux for it (runtime/CpuFeatures.cpp) before it runs tile code.
+  c.amxBf16 = avx512 && has("amx-tile") && has("amx-bf16");
+  c.amxInt8 = avx512 && has("amx-tile") && has("amx-int8");
   c.vectorBits = vectorBitsOf(c.isa);
   c.cores = std::max(cores, 1u);
 

@@ -21,7 +21,7 @@
 //             AMD EPYC 7003 (Zen 3), the L3 those cores share
 //   avx512    56 cores, L1d 48 KiB, L2 2 MiB,   L3 105 MiB  Intel Xeon
 //             Platinum 8480+ (Sapphire Rapids); the same numbers with
-//             +bf16, +vnni or +avxvnni
+//             +bf16, +vnni, +avxvnni, +amx-bf16 or +amx-int8
 //   cuda:sm_80  A100:     163 KiB smem/block, 108 SMs
 //   cuda:sm_86  A10:       99 KiB smem/block,  72 SMs
 //   cuda:sm_89  L4:        99 KiB smem/block,  58 SMs
@@ -74,6 +74,10 @@ struct CpuTarget {
   bool avx512bf16 = false; ///< vdpbf16ps: bf16 dot products (spec: +bf16).
   bool avx512vnni = false; ///< vpdpbusd on zmm: int8 dot products (+vnni).
   bool avxvnni = false;    ///< the same on ymm, VEX-encoded (+avxvnni).
+  /// AMX tiles (amx-tile) with TDPBF16PS: bf16 GEMMs in tiles (+amx-bf16).
+  bool amxBf16 = false;
+  /// AMX tiles with TDPBSSD: Q8_0 / Q4_0 prefill GEMMs in tiles (+amx-int8).
+  bool amxInt8 = false;
   /// 128 for Portable: SSE2 (the x86-64 baseline) and NEON are both 128 bits
   /// wide, so that is what auto-vectorised scalar code gets anywhere; 256 for
   /// AVX2, 512 for AVX512.

@@ -47,6 +47,10 @@ constexpr bool kHasBf16Dot =
     false;
 #endif
 
+/// Whether this build multiplies in AMX tiles (the instructions, or
+/// KILN_AMX_EMULATE): then every case with a tile path takes it.
+constexpr bool kAmx = k::amx::AVAILABLE;
+
 constexpr k::Quant quantOf(WeightType t) {
   return t == WeightType::Q8_0   ? k::Quant::Q8_0
          : t == WeightType::Q4_0 ? k::Quant::Q4_0
@@ -82,6 +86,9 @@ template <int I> struct GemmConfig {
   static constexpr bool BF16_PAIRS = c.layout == PanelLayout::LanePairs,
                         BF16_DOT = c.layout == PanelLayout::KPairs;
   static constexpr k::Quant QUANT = quantOf(c.wtype);
+  static constexpr bool AMX =
+      kAmx && NR % 16 == 0 &&
+      (BF16_DOT || QUANT == k::Quant::Q8_0 || QUANT == k::Quant::Q4_0);
   using wtype = WeightElement<c.wtype>;
 };
 
@@ -145,7 +152,17 @@ struct KvConfig {
 int vector_floats() { return k::V; }
 
 bool gemm_available(int c) {
-  return kGemmCases[c].layout != PanelLayout::KPairs || kHasBf16Dot;
+  bool amx = false;
+  dispatch<kGemmCaseCount>(
+      c, [&](auto i) { amx = GemmConfig<decltype(i)::value>::AMX; });
+  return kGemmCases[c].layout != PanelLayout::KPairs || kHasBf16Dot || amx;
+}
+
+bool gemm_uses_amx(int c) {
+  bool amx = false;
+  dispatch<kGemmCaseCount>(
+      c, [&](auto i) { amx = GemmConfig<decltype(i)::value>::AMX; });
+  return amx;
 }
 
 int64_t gemm_scratch_bytes(int c, int64_t rows) {
@@ -161,7 +178,7 @@ void gemm(int c, const kiln_step_args *a, int64_t rows, const float *x,
           const void *w2, const float *bias, const float *residual, float *y) {
   dispatch<kGemmCaseCount>(c, [&](auto i) {
     using C = GemmConfig<decltype(i)::value>;
-    if constexpr (!C::BF16_DOT || kHasBf16Dot)
+    if constexpr (!C::BF16_DOT || kHasBf16Dot || C::AMX)
       k::Gemm<C>::run(a, rows, x, normWeight, scratch, w, w2, bias, residual,
                       y);
   });

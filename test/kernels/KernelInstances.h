@@ -106,8 +106,11 @@ inline constexpr GemmCase kGemmCases[] = {
 constexpr int kGemmCaseCount = sizeof(kGemmCases) / sizeof(kGemmCases[0]);
 
 /// Whether this build instantiates kGemmCases[c]: BF16_DOT only where the
-/// compiler targets vdpbf16ps (__AVX512BF16__ and V == 16).
+/// compiler targets vdpbf16ps (__AVX512BF16__ and V == 16) or AMX tiles.
 bool gemm_available(int c);
+/// Whether kGemmCases[c] multiplies in AMX tiles in this build (bf16 k
+/// pairs always; Q8_0 / Q4_0 from PREFILL_FROM rows).
+bool gemm_uses_amx(int c);
 /// kiln::kernels::Gemm<kGemmCases[c]>::scratch_bytes(rows).
 int64_t gemm_scratch_bytes(int c, int64_t rows);
 /// kiln::kernels::Gemm<kGemmCases[c]>::run.

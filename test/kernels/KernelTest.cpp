@@ -692,7 +692,7 @@ TEST_F(KernelTest, Gemm) {
     SCOPED_TRACE(gc.name);
     if (!kt::gemm_available(c)) {
       std::printf("[   NOTE   ] %s: BF16_DOT is built only for avx512bf16 at "
-                  "V = 16; not here\n",
+                  "V = 16 or with AMX tiles; not here\n",
                   gc.name);
       continue;
     }
@@ -820,6 +820,31 @@ TEST_F(KernelTest, Gemm) {
       }
     }
   }
+}
+
+// The amx and amxemu binaries exist to test the tile path: it must be the
+// one their bf16, Q8_0 and Q4_0 cases take (Gemm and GemmBatchInvariance
+// then check it), or the binary would pass while testing the vector path.
+TEST_F(KernelTest, AmxTilePathTaken) {
+#ifndef KILN_TEST_AMX
+  GTEST_SKIP() << "the " KILN_TEST_ISA " kernels have no AMX tile path (the "
+                  "amx and amxemu binaries test it)";
+#else
+  int bf16 = 0, int8 = 0;
+  for (int c = 0; c < kt::kGemmCaseCount; ++c) {
+    const kt::GemmCase &gc = kt::kGemmCases[c];
+    const int64_t nr = gc.nr > 0 ? gc.nr : -gc.nr * V;
+    const bool eligible =
+        nr % 16 == 0 &&
+        (gc.layout == kt::PanelLayout::KPairs ||
+         gc.wtype == kt::WeightType::Q8_0 || gc.wtype == kt::WeightType::Q4_0);
+    EXPECT_EQ(kt::gemm_uses_amx(c), eligible) << gc.name;
+    if (kt::gemm_uses_amx(c))
+      ++(gc.layout == kt::PanelLayout::KPairs ? bf16 : int8);
+  }
+  EXPECT_GE(bf16, 3) << "bf16 cases in tiles";
+  EXPECT_GE(int8, 6) << "Q8_0 / Q4_0 cases in tiles";
+#endif
 }
 
 /// The k block a phase's GEMM runs with: its tile, rounded up to whole

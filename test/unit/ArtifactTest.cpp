@@ -512,8 +512,12 @@ TEST(CpuFeatures, DetectionAgreesWithTheCompiler) {
     EXPECT_TRUE(name == "avx2" || name == "fma" || name == "f16c" ||
                 name == "avx512f" || name == "avx512bw" || name == "avx512vl" ||
                 name == "avx512dq" || name == "avx512bf16" ||
-                name == "avx512vnni" || name == "avxvnni")
+                name == "avx512vnni" || name == "avxvnni" ||
+                name == "amx-tile" || name == "amx-bf16" || name == "amx-int8")
         << name;
+  // AMX's data types come only with its tiles.
+  if (has("amx-bf16") || has("amx-int8"))
+    EXPECT_TRUE(has("amx-tile"));
 #if defined(__x86_64__) || defined(__i386__)
   // compiler-rt reads CPUID and XCR0 independently.
   __builtin_cpu_init();

@@ -142,6 +142,11 @@ TEST(TargetDescription, ExtensionsAreWrittenInCanonicalOrder) {
   EXPECT_EQ(parse("avx2+fma+f16c").name, "avx2");
   EXPECT_EQ(parse("portable+f16c+fma").name, "portable+fma+f16c");
   EXPECT_TRUE(parse("avx512+avxvnni").cpu().avxvnni);
+  TargetDescription amx = parse("avx512+amx-int8+bf16+amx-bf16");
+  EXPECT_EQ(amx.name, "avx512+bf16+amx-bf16+amx-int8");
+  EXPECT_TRUE(amx.cpu().amxBf16 && amx.cpu().amxInt8);
+  EXPECT_EQ(parse(amx.spec()), amx);
+  EXPECT_NE(parse("avx512+amx-bf16"), parse("avx512+amx-int8"));
 }
 
 TEST(TargetDescription, OverridesReplaceDefaultsAndAreNoted) {
@@ -331,6 +336,15 @@ TEST(TargetDescription, DetectionNeedsEveryFeatureOfAnIsaLevel) {
   // AVX2 without FMA (a hypervisor hiding it) is not AVX2 to Kiln.
   EXPECT_EQ(isaOf({"avx2", "f16c"}), "portable+f16c");
   EXPECT_EQ(isaOf({"avx2", "fma", "f16c", "avxvnni"}), "avx2+avxvnni");
+  // AMX counts with its tiles and AVX-512 (Sapphire Rapids and later).
+  EXPECT_EQ(
+      isaOf({"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
+             "avx512dq", "avx512bf16", "amx-tile", "amx-bf16", "amx-int8"}),
+      "avx512+bf16+amx-bf16+amx-int8");
+  EXPECT_EQ(isaOf({"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
+                   "avx512dq", "amx-bf16", "amx-int8"}),
+            "avx512");
+  EXPECT_EQ(isaOf({"avx2", "fma", "f16c", "amx-tile", "amx-int8"}), "avx2");
   EXPECT_EQ(isaOf({"sse2", "sse4.2"}), "portable");
 }
 

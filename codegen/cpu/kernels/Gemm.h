@@ -33,6 +33,8 @@
 //   wtype           the packed element: float, _Float16 or bf16; uint8_t
 //                   for quantized panels (then BF16_PAIRS = BF16_DOT =
 //                   false)
+//   AMX             multiply in AMX tiles (Amx.h) where the format has a
+//                   tile path: bf16 k pairs (BF16_DOT), Q8_0 and Q4_0
 //
 // Q8_0 and Q4_0 (K a multiple of 32): the rows of x, after the prologue,
 // are quantized once to int8 per block of 32 (Quant.h), and each block of
@@ -49,6 +51,18 @@
 // block is KQuant.h's exact integer dot product with the sub-blocks' scales
 // and mins, then two float products. k blocks are whole super-blocks.
 //
+// AMX (a target with amx-bf16 / amx-int8): blocks of 16 rows x 16 columns
+// of y in tiles, the panels read as B tiles where they are one (bf16 k
+// pairs), or copied to signed levels per block (Q8_0, Q4_0). A row's
+// arithmetic must not depend on the rows beside it (batch invariance), so:
+//   - Q8_0 / Q4_0 use tiles for prefill only: a block's integer dot product
+//     (TDPBSSD) is exact, and the scaling after it is the vector path's
+//     expression, so a row's result is bitwise the vector path's;
+//   - bf16 uses tiles for every row count, decode included: TDPBF16PS
+//     rounds differently from vdpbf16ps, so the two must not mix.
+// K-quants keep their vector loops (their sub-blocks of 16 and 32 with
+// 6-bit scales would need a tile store per sub-block).
+//
 // Scratch (scratch_bytes; the code generator mirrors this formula), each
 // part 64-byte aligned, in this order:
 //   HAS_PROLOGUE    rows * K * 4          the normalized rows
@@ -64,6 +78,7 @@
 #ifndef KILN_KERNELS_GEMM_H
 #define KILN_KERNELS_GEMM_H
 
+#include "Amx.h"
 #include "Elementwise.h"
 #include "KQuant.h"
 #include "Norms.h"
@@ -114,6 +129,20 @@ template <class C> struct Gemm {
                 "register blocks must have at least one row");
   static_assert(!C::BF16_PAIRS || NV % 2 == 0,
                 "bf16 lane pairs need an even number of vectors per panel");
+  // AMX: tiles of 16 columns (TN), the panel's column groups of the gate
+  // (and up) projection are the C tiles, up to 6 at once (tiles 2..7; A is
+  // tile 0, B tile 1).
+  static constexpr bool AMX_INT8 =
+      C::AMX && (QUANT == Quant::Q8_0 || QUANT == Quant::Q4_0);
+  static constexpr bool AMX_BF16 = C::AMX && BF16_DOT;
+  static constexpr int TN = 16, TM = amx::ROWS, GROUPS = NR / TN,
+                       JOBS = (SWIGLU ? 2 : 1) * GROUPS, BATCH = 6;
+  static_assert(!C::AMX || amx::AVAILABLE,
+                "AMX configurations need -mamx-tile (or KILN_AMX_EMULATE)");
+  static_assert(!C::AMX || AMX_INT8 || AMX_BF16,
+                "AMX tiles multiply bf16 k pairs or Q8_0 / Q4_0 levels");
+  static_assert(!C::AMX || NR % TN == 0,
+                "AMX tiles take 16 columns of a panel at a time");
 
   struct Args {
     const float *x;        // [rows, K], normalized when HAS_PROLOGUE
@@ -126,6 +155,7 @@ template <class C> struct Gemm {
     float *y;              // [rows, N]
     float *up;             // [rows, N] swiglu's partial up sums (k blocks)
     int64_t rows, kBlock, panelsPerTask, mBlock, mr;
+    bool amx; // this call multiplies in tiles
   };
 
   /// Bytes of scratch `run` needs for `rows` rows: the normalized rows
@@ -328,6 +358,172 @@ template <class C> struct Gemm {
     }
   }
 
+  /// Calls f(TileId<T>{}) for tile T = 2 + job (the C tiles).
+  template <int T> struct TileId {
+    static constexpr int value = T;
+  };
+  template <class F> static void with_c_tile(int job, const F &f) {
+    switch (job) {
+    case 0:
+      return f(TileId<2>{});
+    case 1:
+      return f(TileId<3>{});
+    case 2:
+      return f(TileId<4>{});
+    case 3:
+      return f(TileId<5>{});
+    case 4:
+      return f(TileId<6>{});
+    default:
+      return f(TileId<7>{});
+    }
+  }
+
+  /// Shapes the tiles for blocks of `rows` rows (LDTILECFG zeroes them, so
+  /// only between blocks); `configured` is the thread's current shape.
+  static void amx_configure(int rows, int &configured) {
+    if (rows == configured)
+      return;
+    amx::Config c;
+    const int aBytes = AMX_BF16 ? amx::ROW_BYTES : int(QUANT_BLOCK);
+    c.rows[0] = uint8_t(rows), c.colsb[0] = uint16_t(aBytes); // A
+    c.rows[1] = uint8_t(aBytes / 4), c.colsb[1] = 4 * TN;     // B
+    for (int t = 2; t < amx::TILES; ++t)
+      c.rows[t] = uint8_t(rows), c.colsb[t] = 4 * TN; // C
+    amx::configure(c);
+    configured = rows;
+  }
+
+  /// Writes rows [m, m + r) of a tile block's sums (sums[i][c], sums2:
+  /// swiglu's up) through the epilogue, a row at a time: its arithmetic is
+  /// per element, the same as for a register block.
+  static void amx_epilogue(const Args &g, int64_t m, int r, int64_t panel,
+                           bool first, bool last, const float (*sums)[NR],
+                           const float (*sums2)[NR]) {
+    for (int i = 0; i < r; ++i) {
+      vfloat acc[1][NV], acc2[1][NV];
+      for (int j = 0; j < NV; ++j) {
+        acc[0][j] = vload(sums[i] + j * V);
+        acc2[0][j] = SWIGLU ? vload(sums2[i] + j * V) : vfloat{};
+      }
+      epilogue<1>(g, m + i, panel, first, last, acc, acc2);
+    }
+  }
+
+  /// bf16 in tiles: rows [m, m + r) x the panel, k in [k0, k0 + kl) (k0
+  /// even). Each step of 16 k pairs loads A once and multiplies it with
+  /// every column group's B; a step past the end of the rows' pairs reads
+  /// them through a zero-padded copy.
+  static void amx_bf16_block(const Args &g, int64_t m, int r, int64_t panel,
+                             int64_t k0, int64_t kl, bool first, bool last) {
+    alignas(64) float sums[TM][NR], sums2[SWIGLU ? TM : 1][NR];
+    alignas(64) uint16_t aPad[TM][32], bPad[TM][32];
+    const int64_t pairs = (kl + 1) / 2;
+    for (int j0 = 0; j0 < JOBS; j0 += BATCH) {
+      const int jobs = JOBS - j0 < BATCH ? JOBS - j0 : BATCH;
+      for (int j = 0; j < jobs; ++j)
+        with_c_tile(j, [](auto t) { amx::zero<decltype(t)::value>(); });
+      for (int64_t p = 0; p < pairs; p += TM) {
+        const int np = pairs - p < TM ? int(pairs - p) : TM;
+        const uint16_t *xa = g.xb + m * KP + k0 + 2 * p;
+        if (np == TM) {
+          amx::load<0>(xa, KP * 2);
+        } else {
+          memset(aPad, 0, sizeof aPad);
+          for (int i = 0; i < r; ++i)
+            memcpy(aPad[i], xa + i * KP, 4 * np);
+          amx::load<0>(aPad, sizeof aPad[0]);
+        }
+        for (int j = 0; j < jobs; ++j) {
+          const int job = j0 + j;
+          const wtype *w = job < GROUPS ? g.w : g.w2;
+          const wtype *wb =
+              w + (panel * KP + k0 + 2 * p) * NR + 2 * TN * (job % GROUPS);
+          if (np == TM) {
+            amx::load<1>(wb, 4 * NR);
+          } else {
+            memset(bPad, 0, sizeof bPad);
+            for (int q = 0; q < np; ++q)
+              memcpy(bPad[q], wb + 2 * q * NR, sizeof bPad[q]);
+            amx::load<1>(bPad, sizeof bPad[0]);
+          }
+          with_c_tile(
+              j, [](auto t) { amx::dot_bf16<decltype(t)::value, 0, 1>(); });
+        }
+      }
+      for (int j = 0; j < jobs; ++j) {
+        const int job = j0 + j;
+        float *to =
+            job < GROUPS ? &sums[0][TN * job] : &sums2[0][TN * (job - GROUPS)];
+        with_c_tile(j, [&](auto t) {
+          amx::store<decltype(t)::value>(to, sizeof sums[0]);
+        });
+      }
+    }
+    amx_epilogue(g, m, r, panel, first, last, sums, sums2);
+  }
+
+  /// One block of 32 of column group `group` of a Q8_0 / Q4_0 panel as
+  /// signed levels in the B tile's layout: 8 rows of 4 k x 16 columns.
+  static void amx_signed_levels(const uint8_t *block, int group,
+                                int8_t (&b)[8][4 * TN]) {
+    typedef int8_t v64 __attribute__((vector_size(4 * TN)));
+    const uint8_t *levels = block + 2 * NR + 4 * TN * group;
+    for (int row = 0; row < (QUANT == Quant::Q8_0 ? 8 : 4); ++row) {
+      v64 raw;
+      memcpy(&raw, levels + row * 4 * NR, sizeof raw);
+      if constexpr (QUANT == Quant::Q8_0) {
+        v64 q = raw ^ int8_t(-128); // u - 128
+        memcpy(b[row], &q, sizeof q);
+      } else {
+        // Chunk `row`: low nibbles k = 4 row.., high nibbles k = 16 + 4 row..
+        v64 lo = (raw & 15) - 8, hi = ((raw >> 4) & 15) - 8;
+        memcpy(b[row], &lo, sizeof lo);
+        memcpy(b[4 + row], &hi, sizeof hi);
+      }
+    }
+  }
+
+  /// Q8_0 / Q4_0 in tiles: rows [m, m + r) x the panel, blocks of 32 in
+  /// [k0, k0 + kl). Per block and column group, the exact signed dot
+  /// product (TDPBSSD), then the vector path's scaling:
+  ///   sum += d_w * (d_x * float(dot)).
+  static void amx_quant_block(const Args &g, int64_t m, int r, int64_t panel,
+                              int64_t k0, int64_t kl, bool first, bool last) {
+    alignas(64) float sums[TM][NR], sums2[SWIGLU ? TM : 1][NR];
+    alignas(64) int8_t b[8][4 * TN];
+    alignas(64) int32_t dots[TM][TN];
+    memset(sums, 0, sizeof sums);
+    memset(sums2, 0, sizeof sums2);
+    const int64_t b0 = k0 / QUANT_BLOCK, nb = kl / QUANT_BLOCK;
+    for (int64_t blk = b0; blk < b0 + nb; ++blk) {
+      amx::load<0>(g.xq + m * K + blk * QUANT_BLOCK, K);
+      for (int job = 0; job < JOBS; ++job) {
+        const int group = job % GROUPS;
+        const uint8_t *block =
+            (job < GROUPS ? g.w : g.w2) + (panel * KB + blk) * PANEL_BLOCK;
+        amx_signed_levels(block, group, b);
+        amx::load<1>(b, sizeof b[0]);
+        amx::zero<2>();
+        amx::dot_s8s8<2, 0, 1>();
+        amx::store<2>(dots, sizeof dots[0]);
+        float(*to)[NR] = job < GROUPS ? sums : sums2;
+        for (int j = 0; j < TN / V; ++j) {
+          const vfloat dw = vload_f16(block + 2 * (TN * group + j * V));
+          for (int i = 0; i < r; ++i) {
+            const float dx = g.xs[2 * ((m + i) * KB + blk)];
+            vi32 dot;
+            memcpy(&dot, &dots[i][j * V], sizeof dot);
+            float *s = &to[i][TN * group + j * V];
+            vstore(s,
+                   vload(s) + dw * (dx * __builtin_convertvector(dot, vfloat)));
+          }
+        }
+      }
+    }
+    amx_epilogue(g, m, r, panel, first, last, sums, sums2);
+  }
+
   /// Rows [m0, m0 + M) x the columns of one panel, reduction [k0, k0 + kl):
   /// the register block. `first` starts from the bias, later k blocks add
   /// to y; `last` applies the epilogue.
@@ -486,11 +682,26 @@ template <class C> struct Gemm {
     block<M>(g, m0, panel, k0, kl, first, last);
   }
 
-  /// The register blocks of rows [m0, m1) x panels [p0, p1) for one k
-  /// block.
+  /// The register blocks (or tile blocks) of rows [m0, m1) x panels
+  /// [p0, p1) for one k block; `tiles`: the thread's tile shape.
   static void mBlock(const Args &g, int64_t m0, int64_t m1, int64_t p0,
-                     int64_t p1, int64_t k0, int64_t kl) {
+                     int64_t p1, int64_t k0, int64_t kl, int &tiles) {
     bool first = k0 == 0, last = k0 + kl == K;
+    if constexpr (C::AMX) {
+      if (g.amx) {
+        for (int64_t p = p0; p < p1; ++p)
+          for (int64_t m = m0; m < m1; m += TM) {
+            int r = m1 - m < TM ? int(m1 - m) : TM;
+            amx_configure(r, tiles);
+            if constexpr (AMX_BF16)
+              amx_bf16_block(g, m, r, p, k0, kl, first, last);
+            else
+              amx_quant_block(g, m, r, p, k0, kl, first, last);
+          }
+        return;
+      }
+    }
+    (void)tiles;
     for (int64_t p = p0; p < p1; ++p)
       for (int64_t m = m0; m < m1; m += g.mr) {
         int rows = m1 - m < g.mr ? int(m1 - m) : int(g.mr);
@@ -501,6 +712,7 @@ template <class C> struct Gemm {
   /// Tasks [begin, end): each a group of panels (the parallel n loop), then
   /// k blocks, then m blocks, register blocks innermost.
   static void tasks(const Args &g, int64_t begin, int64_t end) {
+    int tiles = 0; // rows the AMX tiles are shaped for; 0: not configured
     for (int64_t t = begin; t < end; ++t) {
       int64_t p0 = t * g.panelsPerTask;
       int64_t p1 =
@@ -508,8 +720,11 @@ template <class C> struct Gemm {
       for (int64_t k0 = 0; k0 < K; k0 += g.kBlock)
         for (int64_t m0 = 0; m0 < g.rows; m0 += g.mBlock)
           mBlock(g, m0, m0 + g.mBlock < g.rows ? m0 + g.mBlock : g.rows, p0, p1,
-                 k0, K - k0 < g.kBlock ? K - k0 : g.kBlock);
+                 k0, K - k0 < g.kBlock ? K - k0 : g.kBlock, tiles);
     }
+    if constexpr (C::AMX)
+      if (tiles)
+        amx::release();
   }
 
   /// The kernel: y = epilogue(prologue(x) · Wᵀ) for `rows` rows, with
@@ -573,6 +788,7 @@ template <class C> struct Gemm {
       g.panelsPerTask = 1;
     g.mBlock = prefill ? C::PREFILL_M : C::DECODE_M;
     g.mr = prefill ? MR : C::DECODE_MR;
+    g.amx = AMX_BF16 || (AMX_INT8 && prefill);
     int64_t count = (PANELS + g.panelsPerTask - 1) / g.panelsPerTask;
     parallel(a, count,
              [&](int64_t begin, int64_t end) { tasks(g, begin, end); });

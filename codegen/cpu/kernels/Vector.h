@@ -69,7 +69,10 @@ inline vfloat vload(const bf16 *p) {
 /// turns __builtin_convertvector of halves into a conversion per lane).
 inline vfloat vload(const _Float16 *p) {
 #if KILN_VECTOR_FLOATS == 16 && defined(__AVX512F__)
-  return (vfloat)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+  // The zero-masked form: GCC 12's plain _mm512_cvtph_ps passes an
+  // undefined vector that -Wmaybe-uninitialized reports as an error.
+  return (vfloat)_mm512_maskz_cvtph_ps(__mmask16(0xffff),
+                                       _mm256_loadu_si256((const __m256i *)p));
 #elif KILN_VECTOR_FLOATS == 8 && defined(__F16C__)
   return (vfloat)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 #elif KILN_VECTOR_FLOATS == 4 && defined(__F16C__)
