@@ -100,8 +100,9 @@ std::vector<std::string> detectCpuFeatures() {
   add(zmm && bit(leaf7s1a, 5), "avx512bf16");
   add(zmm && bit(leaf7c, 11), "avx512vnni");
   add(ymm && bit(leaf7s1a, 4), "avxvnni");
-  // XCR0 bits 17 and 18: tile configuration and tile data, which Linux
-  // enables only for processes that ask (requestTileData).
+  // XCR0 bits 17 and 18: tile configuration and tile data. Linux sets both
+  // but makes a process's first tile instruction fault (XFD) until it has
+  // asked for the state (requestTileData).
   const bool tiles = zmm && bit(leaf7d, 24) && (xcr0 & 0x60000) == 0x60000 &&
                      requestTileData();
   add(tiles, "amx-tile");
