@@ -86,9 +86,7 @@ template <int I> struct GemmConfig {
   static constexpr bool BF16_PAIRS = c.layout == PanelLayout::LanePairs,
                         BF16_DOT = c.layout == PanelLayout::KPairs;
   static constexpr k::Quant QUANT = quantOf(c.wtype);
-  static constexpr bool AMX =
-      kAmx && NR % 16 == 0 &&
-      (BF16_DOT || QUANT == k::Quant::Q8_0 || QUANT == k::Quant::Q4_0);
+  static constexpr bool AMX = kAmx && k::amx_tile_path(QUANT, BF16_DOT, NR);
   using wtype = WeightElement<c.wtype>;
 };
 
@@ -151,18 +149,16 @@ struct KvConfig {
 
 int vector_floats() { return k::V; }
 
-bool gemm_available(int c) {
-  bool amx = false;
-  dispatch<kGemmCaseCount>(
-      c, [&](auto i) { amx = GemmConfig<decltype(i)::value>::AMX; });
-  return kGemmCases[c].layout != PanelLayout::KPairs || kHasBf16Dot || amx;
-}
-
 bool gemm_uses_amx(int c) {
   bool amx = false;
   dispatch<kGemmCaseCount>(
       c, [&](auto i) { amx = GemmConfig<decltype(i)::value>::AMX; });
   return amx;
+}
+
+bool gemm_available(int c) {
+  return kGemmCases[c].layout != PanelLayout::KPairs || kHasBf16Dot ||
+         gemm_uses_amx(c);
 }
 
 int64_t gemm_scratch_bytes(int c, int64_t rows) {

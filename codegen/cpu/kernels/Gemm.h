@@ -87,6 +87,13 @@
 
 namespace kiln::kernels {
 
+/// Whether weights of format `quant` (bf16 k pairs when `bf16_dot`) in
+/// panels of `nr` columns have a tile path (C::AMX may be set).
+constexpr bool amx_tile_path(Quant quant, bool bf16_dot, int64_t nr) {
+  return nr % 16 == 0 &&
+         (bf16_dot || quant == Quant::Q8_0 || quant == Quant::Q4_0);
+}
+
 template <class A, class B> constexpr bool same_type = false;
 template <class A> constexpr bool same_type<A, A> = true;
 
@@ -139,10 +146,9 @@ template <class C> struct Gemm {
                        JOBS = (SWIGLU ? 2 : 1) * GROUPS, BATCH = 6;
   static_assert(!C::AMX || amx::AVAILABLE,
                 "AMX configurations need -mamx-tile (or KILN_AMX_EMULATE)");
-  static_assert(!C::AMX || AMX_INT8 || AMX_BF16,
-                "AMX tiles multiply bf16 k pairs or Q8_0 / Q4_0 levels");
-  static_assert(!C::AMX || NR % TN == 0,
-                "AMX tiles take 16 columns of a panel at a time");
+  static_assert(!C::AMX || amx_tile_path(QUANT, BF16_DOT, NR),
+                "AMX tiles multiply bf16 k pairs or Q8_0 / Q4_0 levels, 16 "
+                "columns of a panel at a time");
 
   struct Args {
     const float *x;        // [rows, K], normalized when HAS_PROLOGUE
