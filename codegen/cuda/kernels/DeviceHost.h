@@ -1,0 +1,528 @@
+//===- DeviceHost.h - Device.cuh on the CPU: a block emulator ----*- C++
+//-*-===//
+//
+// Part of Kiln's CUDA kernel library: the host implementation of Device.cuh,
+// included by it when no CUDA compiler is compiling. It runs a kernel's
+// source on the CPU, one thread block at a time, blocks in a random order,
+// each GPU thread a fiber (ucontext) with its own stack:
+//
+//  - a fiber runs until it reaches a block barrier (sync_block), a warp
+//    operation (shfl*, ballot, mma_16x8x16) or its end, then the scheduler
+//    picks the next fiber at random among those that can run. So the
+//    threads of a block interleave in random orders between barriers, and a
+//    kernel that reads shared memory another thread writes without a
+//    barrier between them gets different results from run to run;
+//  - a warp operation completes when all 32 lanes of the warp have reached
+//    it: the scheduler then computes every lane's result from every lane's
+//    operand, as the hardware would;
+//  - shared arrays start as all-ones bytes (NaN as f32, f16 and bf16), so a
+//    read of an element no thread wrote shows in the result;
+//  - a 16-byte load from an address that is not 16-byte aligned, a barrier
+//    reached while other threads of the block have exited, a warp operation
+//    that some lanes of the warp skip, and a block that can make no
+//    progress are errors naming what happened (std::runtime_error from
+//    launch).
+//
+// What it cannot show: timing, occupancy and bank conflicts; the memory
+// model's corner cases (a fiber's writes are visible to the next fiber at
+// once, where a GPU needs a barrier or a fence: a missing __threadfence is
+// not caught); races between blocks, which run one after another; and the
+// tensor cores' own rounding (the emulated mma sums exact products in
+// double and rounds once). Global memory is the host's: kernels read and
+// write host pointers.
+//
+// The emulator is single-threaded: one launch at a time per OS thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CUDA_DEVICE_HOST_H
+#define KILN_CUDA_DEVICE_HOST_H
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <ucontext.h>
+#include <vector>
+
+#define KILN_DEVICE inline
+#define KILN_KERNEL(threads) inline void
+#define KILN_SHARED(T, name, n)                                                \
+  T *name = ::kiln::cuda::host::sharedArray<T>(n, #name)
+
+namespace kiln::cuda::host {
+
+struct Dim3 {
+  int x = 1, y = 1, z = 1;
+};
+
+/// How a launch runs: the seed of its random orders and each fiber's stack.
+struct LaunchOptions {
+  uint64_t seed = 1;
+  size_t stackBytes = 128 * 1024;
+};
+
+/// The state of one emulated launch. Kernels reach it through `current()`.
+class Emulator {
+public:
+  enum class State { Ready, AtBarrier, AtWarpOp, Done };
+
+  /// What a lane waits with at a warp operation: its operand and where its
+  /// result goes (both on its own stack, which stays put while it waits),
+  /// and the function that computes all 32 results from all 32 operands.
+  using WarpOpFn = void (*)(const void *const *in, void *const *out);
+  struct Thread {
+    ucontext_t context;
+    State state = State::Ready;
+    size_t sharedCursor = 0;
+    const char *opName = nullptr;
+    WarpOpFn op = nullptr;
+    const void *in = nullptr;
+    void *out = nullptr;
+  };
+
+  Emulator(Dim3 grid, int threads, LaunchOptions options)
+      : grid(grid), threads(threads), options(options), rng(options.seed) {}
+
+  void run(const std::function<void()> &kernel);
+
+  // The running thread's view.
+  int threadIndex() const { return running; }
+  Dim3 blockIndex() const { return block; }
+  Dim3 gridSize() const { return grid; }
+  int blockSize() const { return threads; }
+  void barrier();
+  void warpOp(const char *name, WarpOpFn op, const void *in, void *out);
+  void *shared(size_t bytes, const char *name);
+  [[noreturn]] void fail(const std::string &what);
+
+private:
+  struct SharedArray {
+    std::unique_ptr<unsigned char[]> bytes;
+    size_t size;
+    std::string name;
+  };
+
+  void runBlock();
+  void yieldToScheduler();
+  bool completeWarpOps();
+  std::string where() const;
+  static void threadEntry();
+
+  Dim3 grid, block;
+  int threads;
+  LaunchOptions options;
+  std::mt19937_64 rng;
+  const std::function<void()> *kernel = nullptr;
+  std::vector<Thread> lanes;
+  std::vector<std::unique_ptr<unsigned char[]>> stacks;
+  std::vector<SharedArray> sharedArrays;
+  ucontext_t scheduler;
+  int running = -1;
+  std::string error;
+};
+
+inline Emulator *&currentSlot() {
+  static thread_local Emulator *current = nullptr;
+  return current;
+}
+inline Emulator &current() { return *currentSlot(); }
+
+/// Runs `kernel` (a call of a KILN_KERNEL function) on a grid of blocks of
+/// `threads` threads. Throws std::runtime_error naming what went wrong.
+inline void launch(Dim3 grid, int threads, const std::function<void()> &kernel,
+                   LaunchOptions options = {}) {
+  if (threads <= 0 || threads % 32 != 0 || threads > 1024)
+    throw std::runtime_error("launch: " + std::to_string(threads) +
+                             " threads per block; Kiln's kernels use a "
+                             "multiple of 32 up to 1024");
+  if (grid.x <= 0 || grid.y <= 0 || grid.z <= 0)
+    throw std::runtime_error("launch: empty grid");
+  Emulator emulator(grid, threads, options);
+  emulator.run(kernel);
+}
+
+template <class T> T *sharedArray(size_t n, const char *name) {
+  return static_cast<T *>(current().shared(n * sizeof(T), name));
+}
+
+//===--- The emulator
+//------------------------------------------------------===//
+
+inline void Emulator::run(const std::function<void()> &k) {
+  Emulator *saved = currentSlot();
+  currentSlot() = this;
+  kernel = &k;
+  lanes.resize(threads);
+  stacks.resize(threads);
+  for (auto &stack : stacks)
+    stack.reset(new unsigned char[options.stackBytes]);
+  std::vector<Dim3> order;
+  for (int z = 0; z < grid.z; ++z)
+    for (int y = 0; y < grid.y; ++y)
+      for (int x = 0; x < grid.x; ++x)
+        order.push_back({x, y, z});
+  std::shuffle(order.begin(), order.end(), rng);
+  try {
+    for (Dim3 b : order) {
+      block = b;
+      runBlock();
+    }
+  } catch (...) {
+    currentSlot() = saved;
+    throw;
+  }
+  currentSlot() = saved;
+}
+
+inline void Emulator::threadEntry() {
+  Emulator &e = current();
+  (*e.kernel)();
+  e.lanes[e.running].state = State::Done;
+  // uc_link returns to the scheduler.
+}
+
+inline void Emulator::runBlock() {
+  sharedArrays.clear();
+  for (int i = 0; i < threads; ++i) {
+    Thread &t = lanes[i];
+    t = Thread();
+    getcontext(&t.context);
+    t.context.uc_stack.ss_sp = stacks[i].get();
+    t.context.uc_stack.ss_size = options.stackBytes;
+    t.context.uc_link = &scheduler;
+    makecontext(&t.context, &Emulator::threadEntry, 0);
+  }
+  std::vector<int> ready;
+  for (;;) {
+    ready.clear();
+    for (int i = 0; i < threads; ++i)
+      if (lanes[i].state == State::Ready)
+        ready.push_back(i);
+    if (!ready.empty()) {
+      running = ready[std::uniform_int_distribution<size_t>(0, ready.size() -
+                                                                   1)(rng)];
+      swapcontext(&scheduler, &lanes[running].context);
+      if (!error.empty())
+        throw std::runtime_error(error);
+      continue;
+    }
+    if (completeWarpOps())
+      continue;
+    int done = 0, atBarrier = 0;
+    for (const Thread &t : lanes) {
+      done += t.state == State::Done;
+      atBarrier += t.state == State::AtBarrier;
+    }
+    if (done == threads)
+      return;
+    if (atBarrier == threads) {
+      for (Thread &t : lanes)
+        t.state = State::Ready;
+      continue;
+    }
+    running = -1;
+    throw std::runtime_error(
+        where() + ": no thread can go on: " + std::to_string(done) +
+        " threads exited, " + std::to_string(atBarrier) +
+        " wait at a block barrier, the rest at warp operations that not "
+        "every lane of their warp reaches (a barrier or warp operation "
+        "skipped by some threads)");
+  }
+}
+
+/// Completes every warp whose 32 lanes all wait at the same operation;
+/// true if any did. A warp some of whose lanes wait at an operation while
+/// others wait elsewhere or exited is diverged: an error.
+inline bool Emulator::completeWarpOps() {
+  bool progressed = false;
+  for (int w = 0; w < threads / 32; ++w) {
+    Thread *warp = &lanes[w * 32];
+    int waiting = 0;
+    for (int l = 0; l < 32; ++l)
+      waiting += warp[l].state == State::AtWarpOp;
+    if (waiting == 0)
+      continue;
+    for (int l = 0; l < 32; ++l)
+      if (warp[l].state != State::AtWarpOp || warp[l].op != warp[0].op) {
+        running = w * 32 + l;
+        throw std::runtime_error(
+            where() + ": warp " + std::to_string(w) + " diverged: lane 0 " +
+            "waits at " + (warp[0].opName ? warp[0].opName : "?") +
+            " while lane " + std::to_string(l) + " " +
+            (warp[l].state == State::Done ? "has exited"
+             : warp[l].state == State::AtBarrier
+                 ? "waits at a block barrier"
+                 : std::string("waits at ") + warp[l].opName));
+      }
+    const void *in[32];
+    void *out[32];
+    for (int l = 0; l < 32; ++l) {
+      in[l] = warp[l].in;
+      out[l] = warp[l].out;
+    }
+    warp[0].op(in, out);
+    for (int l = 0; l < 32; ++l)
+      warp[l].state = State::Ready;
+    progressed = true;
+  }
+  return progressed;
+}
+
+inline void Emulator::yieldToScheduler() {
+  swapcontext(&lanes[running].context, &scheduler);
+}
+
+inline void Emulator::barrier() {
+  lanes[running].state = State::AtBarrier;
+  yieldToScheduler();
+}
+
+inline void Emulator::warpOp(const char *name, WarpOpFn op, const void *in,
+                             void *out) {
+  Thread &t = lanes[running];
+  t.state = State::AtWarpOp;
+  t.opName = name;
+  t.op = op;
+  t.in = in;
+  t.out = out;
+  yieldToScheduler();
+}
+
+inline void *Emulator::shared(size_t bytes, const char *name) {
+  Thread &t = lanes[running];
+  if (t.sharedCursor == sharedArrays.size()) {
+    // new[] of bytes is 16-byte aligned on x86-64 Linux (malloc's).
+    SharedArray a{std::unique_ptr<unsigned char[]>(new unsigned char[bytes]),
+                  bytes, name};
+    std::memset(a.bytes.get(), 0xff, bytes);
+    sharedArrays.push_back(std::move(a));
+  }
+  SharedArray &a = sharedArrays[t.sharedCursor++];
+  if (a.size != bytes || a.name != name)
+    fail("shared array '" + std::string(name) +
+         "' declared where another "
+         "thread of the block declared '" +
+         a.name +
+         "': every thread must declare the same shared arrays in order");
+  return a.bytes.get();
+}
+
+inline void Emulator::fail(const std::string &what) {
+  error = where() + ": " + what;
+  lanes[running].state = State::Done;
+  yieldToScheduler();
+  std::abort(); // never resumed
+}
+
+inline std::string Emulator::where() const {
+  std::string s = "block (" + std::to_string(block.x) + "," +
+                  std::to_string(block.y) + "," + std::to_string(block.z) + ")";
+  if (running >= 0)
+    s += " thread " + std::to_string(running);
+  return s;
+}
+
+//===--- Warp operations
+//---------------------------------------------------===//
+
+template <class T> struct ShuffleIn {
+  T value;
+  int lane; // the source lane, or the xor mask
+};
+
+template <class T, bool Xor>
+void shuffleOp(const void *const *in, void *const *out) {
+  for (int l = 0; l < 32; ++l) {
+    const auto *mine = static_cast<const ShuffleIn<T> *>(in[l]);
+    int src = Xor ? (l ^ mine->lane) : (mine->lane & 31);
+    *static_cast<T *>(out[l]) =
+        static_cast<const ShuffleIn<T> *>(in[src])->value;
+  }
+}
+
+inline void ballotOp(const void *const *in, void *const *out) {
+  uint32_t mask = 0;
+  for (int l = 0; l < 32; ++l)
+    mask |= uint32_t(*static_cast<const bool *>(in[l])) << l;
+  for (int l = 0; l < 32; ++l)
+    *static_cast<uint32_t *>(out[l]) = mask;
+}
+
+inline float decodeHalf(uint16_t bits, bool isBf16);
+
+/// One lane's operands of an mma.
+struct MmaOperands {
+  const MmaA *a;
+  const MmaB *b;
+  const MmaC *c;
+};
+
+/// D = A * B + C over the warp: each lane's registers placed in the 16x16,
+/// 16x8 and 16x8 matrices by the PTX ISA's tables for mma.m16n8k16,
+/// written out here by register rather than by the load helpers' formulas.
+template <bool IsBf16> void mmaOp(const void *const *in, void *const *out);
+
+} // namespace kiln::cuda::host
+
+namespace kiln::cuda {
+
+KILN_DEVICE int thread_index() { return host::current().threadIndex(); }
+KILN_DEVICE int block_size() { return host::current().blockSize(); }
+KILN_DEVICE int block_x() { return host::current().blockIndex().x; }
+KILN_DEVICE int block_y() { return host::current().blockIndex().y; }
+KILN_DEVICE int block_z() { return host::current().blockIndex().z; }
+KILN_DEVICE int grid_x() { return host::current().gridSize().x; }
+KILN_DEVICE int grid_y() { return host::current().gridSize().y; }
+KILN_DEVICE int grid_z() { return host::current().gridSize().z; }
+
+KILN_DEVICE void sync_block() { host::current().barrier(); }
+
+inline void noWarpOp(const void *const *, void *const *) {}
+/// The warp's lanes wait for each other (and shared-memory writes of the
+/// warp become visible to it, which on the host they already are).
+KILN_DEVICE void sync_warp() {
+  host::current().warpOp("sync_warp", &noWarpOp, nullptr, nullptr);
+}
+
+template <class T, bool Xor> T hostShuffle(T v, int lane, const char *name) {
+  host::ShuffleIn<T> in{v, lane};
+  T out;
+  host::current().warpOp(name, &host::shuffleOp<T, Xor>, &in, &out);
+  return out;
+}
+KILN_DEVICE float shfl_xor(float v, int laneMask) {
+  return hostShuffle<float, true>(v, laneMask, "shfl_xor");
+}
+KILN_DEVICE int shfl_xor(int v, int laneMask) {
+  return hostShuffle<int, true>(v, laneMask, "shfl_xor");
+}
+KILN_DEVICE float shfl(float v, int srcLane) {
+  return hostShuffle<float, false>(v, srcLane, "shfl");
+}
+KILN_DEVICE u32 ballot(bool p) {
+  u32 out;
+  host::current().warpOp("ballot", &host::ballotOp, &p, &out);
+  return out;
+}
+
+KILN_DEVICE Bytes16 load16(const void *p) {
+  if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+    host::current().fail("load16 from an address that is not 16-byte "
+                         "aligned (a GPU faults)");
+  Bytes16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+KILN_DEVICE float as_float(u32 bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+KILN_DEVICE float to_float(float x) { return x; }
+KILN_DEVICE float to_float(f16 x) { return host::decodeHalf(x.bits, false); }
+KILN_DEVICE float to_float(bf16 x) { return host::decodeHalf(x.bits, true); }
+KILN_DEVICE float half_bits_to_float(u16 bits, f16) {
+  return host::decodeHalf(bits, false);
+}
+KILN_DEVICE float half_bits_to_float(u16 bits, bf16) {
+  return host::decodeHalf(bits, true);
+}
+KILN_DEVICE u16 to_bits(float x, f16) {
+  _Float16 h = static_cast<_Float16>(x); // round to nearest even
+  u16 bits;
+  std::memcpy(&bits, &h, sizeof bits);
+  return bits;
+}
+KILN_DEVICE u16 to_bits(float x, bf16) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN stays a (quiet) NaN
+    return u16((u >> 16) | 0x40);
+  return u16((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+KILN_DEVICE float exp_f32(float x) { return std::exp(x); }
+KILN_DEVICE float sqrt_f32(float x) { return std::sqrt(x); }
+KILN_DEVICE float sin_f32(float x) { return std::sin(x); }
+KILN_DEVICE float cos_f32(float x) { return std::cos(x); }
+KILN_DEVICE float max_f32(float a, float b) { return std::fmax(a, b); }
+KILN_DEVICE float neg_inf() { return -INFINITY; }
+
+KILN_DEVICE void mma_16x8x16(MmaC &d, const MmaA &a, const MmaB &b, f16) {
+  host::MmaOperands in{&a, &b, &d};
+  MmaC out;
+  host::current().warpOp("mma.m16n8k16.f16", &host::mmaOp<false>, &in, &out);
+  d = out;
+}
+KILN_DEVICE void mma_16x8x16(MmaC &d, const MmaA &a, const MmaB &b, bf16) {
+  host::MmaOperands in{&a, &b, &d};
+  MmaC out;
+  host::current().warpOp("mma.m16n8k16.bf16", &host::mmaOp<true>, &in, &out);
+  d = out;
+}
+
+} // namespace kiln::cuda
+
+namespace kiln::cuda::host {
+
+inline float decodeHalf(uint16_t bits, bool isBf16) {
+  if (isBf16) {
+    uint32_t u = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  _Float16 h;
+  std::memcpy(&h, &bits, sizeof h);
+  return float(h);
+}
+
+template <bool IsBf16> void mmaOp(const void *const *in, void *const *out) {
+  double a[16][16], b[16][8], c[16][8];
+  auto lo = [](uint32_t r) { return decodeHalf(uint16_t(r), IsBf16); };
+  auto hi = [](uint32_t r) { return decodeHalf(uint16_t(r >> 16), IsBf16); };
+  for (int lane = 0; lane < 32; ++lane) {
+    const auto *op = static_cast<const MmaOperands *>(in[lane]);
+    int g = lane >> 2, t = lane & 3;
+    // A: a0..a7 are the halves of reg 0..3; rows g for a0,a1,a4,a5 and g+8
+    // otherwise; columns 2t + (i & 1), plus 8 for a4..a7.
+    for (int i = 0; i < 8; ++i) {
+      uint32_t r = op->a->reg[i / 2];
+      int row = (i < 2 || (i >= 4 && i < 6)) ? g : g + 8;
+      int col = 2 * t + (i & 1) + (i >= 4 ? 8 : 0);
+      a[row][col] = (i & 1) ? hi(r) : lo(r);
+    }
+    // B: b0..b3 are the halves of reg 0, 1; rows 2t + (i & 1), plus 8 for
+    // b2, b3; column g.
+    for (int i = 0; i < 4; ++i) {
+      uint32_t r = op->b->reg[i / 2];
+      b[2 * t + (i & 1) + (i >= 2 ? 8 : 0)][g] = (i & 1) ? hi(r) : lo(r);
+    }
+    // C: c0, c1 in row g, c2, c3 in row g+8; columns 2t + (i & 1).
+    for (int i = 0; i < 4; ++i)
+      c[g + (i >= 2 ? 8 : 0)][2 * t + (i & 1)] = op->c->reg[i];
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    int g = lane >> 2, t = lane & 3;
+    auto *d = static_cast<MmaC *>(out[lane]);
+    for (int i = 0; i < 4; ++i) {
+      int row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
+      double sum = c[row][col];
+      for (int k = 0; k < 16; ++k)
+        sum += a[row][k] * b[k][col];
+      d->reg[i] = float(sum);
+    }
+  }
+}
+
+} // namespace kiln::cuda::host
+
+#endif // KILN_CUDA_DEVICE_HOST_H

@@ -1,0 +1,120 @@
+//===- KernelInstances.cuh - The CUDA kernels the tests run -----*- C++ -*-===//
+//
+// Part of Kiln's CUDA kernel tests. One entry point per kernel family and
+// element type of codegen/cuda/kernels/, as the emitter instantiates them.
+// This one source is compiled twice: by NVRTC for sm_80 and sm_90
+// (NvrtcKernelTest.cpp: no warnings, no spills, no local memory, mma and
+// 16-byte loads in the PTX) and for the host (EmulatedKernelTest.cpp: run in
+// the block emulator against naive loops).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Attention.cuh"
+#include "Elementwise.cuh"
+#include "Gemm.cuh"
+#include "GemmMma.cuh"
+#include "Gemv.cuh"
+#include "KVCache.cuh"
+#include "Norms.cuh"
+#include "Rope.cuh"
+#include "Sampling.cuh"
+
+using namespace kiln::cuda;
+
+// Decode GEMV: 4 warps, 4 rows per pass over the weights.
+#define KILN_GEMV(name, W)                                                     \
+  KILN_KERNEL(128)                                                             \
+  name(float *y, const float *x, const W *w, const float *residual, int rows,  \
+       int n, int k) {                                                         \
+    gemv<W, 4>(y, x, w, residual, rows, n, k);                                 \
+  }
+KILN_GEMV(gemv_f32, float)
+KILN_GEMV(gemv_f16, f16)
+KILN_GEMV(gemv_bf16, bf16)
+
+KILN_KERNEL(256)
+gemm_f32_64x64(float *y, const float *x, const float *w, const float *residual,
+               int rows, int n, int k) {
+  gemm_f32<64, 64, 16, 4, 4>(y, x, w, residual, rows, n, k);
+}
+
+KILN_KERNEL(128)
+gemm_mma_f16(float *y, const float *x, const f16 *w, const float *residual,
+             int rows, int n, int k) {
+  gemm_mma<f16>(y, x, w, residual, rows, n, k);
+}
+KILN_KERNEL(128)
+gemm_mma_bf16(float *y, const float *x, const bf16 *w, const float *residual,
+              int rows, int n, int k) {
+  gemm_mma<bf16>(y, x, w, residual, rows, n, k);
+}
+
+KILN_KERNEL(256)
+rms_norm_256(float *y, const float *x, const float *g, int d, float eps) {
+  rms_norm<256>(y, x, g, d, eps);
+}
+
+KILN_KERNEL(256)
+rope_adjacent(float *y, const float *x, const int *positions,
+              const float *invFreq, int rows, int heads, int d) {
+  rope<true>(y, x, positions, invFreq, rows, heads, d);
+}
+KILN_KERNEL(256)
+rope_halves(float *y, const float *x, const int *positions,
+            const float *invFreq, int rows, int heads, int d) {
+  rope<false>(y, x, positions, invFreq, rows, heads, d);
+}
+
+KILN_KERNEL(256)
+swiglu_f32(float *y, const float *gate, const float *up, i64 n) {
+  swiglu(y, gate, up, n);
+}
+KILN_KERNEL(256) add_f32(float *y, const float *a, const float *b, i64 n) {
+  add(y, a, b, n);
+}
+
+#define KILN_EMBEDDING(name, E)                                                \
+  KILN_KERNEL(256)                                                             \
+  name(float *y, const E *table, const int *ids, int tokens, int d) {          \
+    embedding<E>(y, table, ids, tokens, d);                                    \
+  }
+KILN_EMBEDDING(embedding_f32, float)
+KILN_EMBEDDING(embedding_f16, f16)
+KILN_EMBEDDING(embedding_bf16, bf16)
+
+KILN_KERNEL(256) argmax_256(int *out, const float *logits, int vocab) {
+  argmax_rows<256>(out, logits, vocab);
+}
+
+#define KILN_KV_APPEND(name, E)                                                \
+  KILN_KERNEL(256)                                                             \
+  name(KvCache c, int layer, const float *k, const float *v,                   \
+       const int *positions, const int *seqIds, int tokens, int kvDim) {       \
+    kv_append<E>(c, layer, k, v, positions, seqIds, tokens, kvDim);            \
+  }
+KILN_KV_APPEND(kv_append_f32, float)
+KILN_KV_APPEND(kv_append_f16, f16)
+KILN_KV_APPEND(kv_append_bf16, bf16)
+
+// Attention: head sizes 8 (stories260K), 64 (110M, 1B) and 128 (Llama 3
+// 8B), 4 warps a block.
+#define KILN_ATTENTION(name, E, D)                                             \
+  KILN_KERNEL(128)                                                             \
+  name(float *out, float *partials, const float *q, KvCache c,                 \
+       const int *positions, const int *seqIds, AttentionShape s) {            \
+    attention<E, D, 4>(out, partials, q, c, positions, seqIds, s);             \
+  }
+KILN_ATTENTION(attention_f32_d8, float, 8)
+KILN_ATTENTION(attention_f32_d64, float, 64)
+KILN_ATTENTION(attention_f16_d64, f16, 64)
+KILN_ATTENTION(attention_bf16_d64, bf16, 64)
+KILN_ATTENTION(attention_f16_d128, f16, 128)
+
+#define KILN_ATTENTION_COMBINE(name, D)                                        \
+  KILN_KERNEL(256)                                                             \
+  name(float *out, const float *partials, int items, int splits) {             \
+    attention_combine<D>(out, partials, items, splits);                        \
+  }
+KILN_ATTENTION_COMBINE(attention_combine_d8, 8)
+KILN_ATTENTION_COMBINE(attention_combine_d64, 64)
+KILN_ATTENTION_COMBINE(attention_combine_d128, 128)
