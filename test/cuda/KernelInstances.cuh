@@ -118,3 +118,31 @@ KILN_ATTENTION(attention_f16_d128, f16, 128)
 KILN_ATTENTION_COMBINE(attention_combine_d8, 8)
 KILN_ATTENTION_COMBINE(attention_combine_d64, 64)
 KILN_ATTENTION_COMBINE(attention_combine_d128, 128)
+
+// Launchable by name in the emulator (Device.cuh: nothing on the GPU).
+KILN_REGISTER_KERNEL(gemv_f32);
+KILN_REGISTER_KERNEL(gemv_f16);
+KILN_REGISTER_KERNEL(gemv_bf16);
+KILN_REGISTER_KERNEL(embedding_f32);
+KILN_REGISTER_KERNEL(embedding_f16);
+KILN_REGISTER_KERNEL(embedding_bf16);
+KILN_REGISTER_KERNEL(kv_append_f32);
+KILN_REGISTER_KERNEL(kv_append_f16);
+KILN_REGISTER_KERNEL(kv_append_bf16);
+KILN_REGISTER_KERNEL(attention_f32_d8);
+KILN_REGISTER_KERNEL(attention_f32_d64);
+KILN_REGISTER_KERNEL(attention_f16_d64);
+KILN_REGISTER_KERNEL(attention_bf16_d64);
+KILN_REGISTER_KERNEL(attention_f16_d128);
+KILN_REGISTER_KERNEL(attention_combine_d8);
+KILN_REGISTER_KERNEL(attention_combine_d64);
+KILN_REGISTER_KERNEL(attention_combine_d128);
+KILN_REGISTER_KERNEL(gemm_f32_64x64);
+KILN_REGISTER_KERNEL(gemm_mma_f16);
+KILN_REGISTER_KERNEL(gemm_mma_bf16);
+KILN_REGISTER_KERNEL(rms_norm_256);
+KILN_REGISTER_KERNEL(rope_adjacent);
+KILN_REGISTER_KERNEL(rope_halves);
+KILN_REGISTER_KERNEL(swiglu_f32);
+KILN_REGISTER_KERNEL(add_f32);
+KILN_REGISTER_KERNEL(argmax_256);

@@ -44,17 +44,26 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <ucontext.h>
+#include <utility>
 #include <vector>
 
 #define KILN_DEVICE inline
 #define KILN_KERNEL(threads) inline void
 #define KILN_SHARED(T, name, n)                                                \
   T *name = ::kiln::cuda::host::sharedArray<T>(n, #name)
+/// Makes a kernel launchable by name (host::launchByName), as the driver
+/// finds a module's kernels: for runners that treat the emulator as a
+/// device.
+#define KILN_REGISTER_KERNEL(name)                                             \
+  static const bool kiln_registered_##name =                                   \
+      ::kiln::cuda::host::registerKernel(#name, name)
 
 namespace kiln::cuda::host {
 
@@ -146,6 +155,50 @@ inline void launch(Dim3 grid, int threads, const std::function<void()> &kernel,
     throw std::runtime_error("launch: empty grid");
   Emulator emulator(grid, threads, options);
   emulator.run(kernel);
+}
+
+/// A kernel as the driver sees one: called with a pointer to each
+/// parameter's value (cuLaunchKernel's kernelParams), whose sizes it knows.
+struct RegisteredKernel {
+  std::function<void(void **)> call;
+  std::vector<size_t> paramSizes;
+};
+
+inline std::map<std::string, RegisteredKernel> &kernelRegistry() {
+  static std::map<std::string, RegisteredKernel> registry;
+  return registry;
+}
+
+template <class... A, size_t... I>
+void callWithParams(void (*kernel)(A...), void **params,
+                    std::index_sequence<I...>) {
+  kernel(*static_cast<std::remove_reference_t<A> *>(params[I])...);
+}
+
+template <class... A> bool registerKernel(const char *name, void (*k)(A...)) {
+  kernelRegistry()[name] = {[k](void **params) {
+                              callWithParams(k, params,
+                                             std::index_sequence_for<A...>{});
+                            },
+                            {sizeof(A)...}};
+  return true;
+}
+
+/// Launches the registered kernel `name` with cuLaunchKernel's arguments:
+/// `params[i]` points to parameter i's value, of `sizes[i]` bytes (checked
+/// against the kernel's signature).
+inline void launchByName(const std::string &name, Dim3 grid, int threads,
+                         void **params, const std::vector<size_t> &sizes,
+                         LaunchOptions options = {}) {
+  auto it = kernelRegistry().find(name);
+  if (it == kernelRegistry().end())
+    throw std::runtime_error("no kernel named '" + name + "'");
+  if (it->second.paramSizes != sizes)
+    throw std::runtime_error("kernel '" + name + "' takes " +
+                             std::to_string(it->second.paramSizes.size()) +
+                             " parameters of other sizes than the " +
+                             std::to_string(sizes.size()) + " passed");
+  launch(grid, threads, [&] { it->second.call(params); }, options);
 }
 
 template <class T> T *sharedArray(size_t n, const char *name) {
