@@ -15,39 +15,36 @@
 #include "GemmMma.cuh"
 #include "Gemv.cuh"
 #include "KVCache.cuh"
+#include "Matmul.cuh"
 #include "Norms.cuh"
 #include "Rope.cuh"
 #include "Sampling.cuh"
 
 using namespace kiln::cuda;
 
+// The products (Matmul.cuh) in every fused form: plain (with or without a
+// residual), with the rms_norm prologue, swiglu, and both.
+#define KILN_MATMUL_FORMS(prefix, threads, call)                               \
+  KILN_KERNEL(threads) prefix(Matmul m) { call(false, false); }                \
+  KILN_KERNEL(threads) prefix##_norm(Matmul m) { call(true, false); }          \
+  KILN_KERNEL(threads) prefix##_swiglu(Matmul m) { call(false, true); }        \
+  KILN_KERNEL(threads) prefix##_norm_swiglu(Matmul m) { call(true, true); }
+
 // Decode GEMV: 4 warps, 4 rows per pass over the weights.
-#define KILN_GEMV(name, W)                                                     \
-  KILN_KERNEL(128)                                                             \
-  name(float *y, const float *x, const W *w, const float *residual, int rows,  \
-       int n, int k) {                                                         \
-    gemv<W, 4>(y, x, w, residual, rows, n, k);                                 \
-  }
-KILN_GEMV(gemv_f32, float)
-KILN_GEMV(gemv_f16, f16)
-KILN_GEMV(gemv_bf16, bf16)
+#define KILN_GEMV_F32(norm, swiglu) gemv<float, 4, norm, swiglu>(m)
+#define KILN_GEMV_F16(norm, swiglu) gemv<f16, 4, norm, swiglu>(m)
+#define KILN_GEMV_BF16(norm, swiglu) gemv<bf16, 4, norm, swiglu>(m)
+KILN_MATMUL_FORMS(gemv_f32, 128, KILN_GEMV_F32)
+KILN_MATMUL_FORMS(gemv_f16, 128, KILN_GEMV_F16)
+KILN_MATMUL_FORMS(gemv_bf16, 128, KILN_GEMV_BF16)
 
-KILN_KERNEL(256)
-gemm_f32_64x64(float *y, const float *x, const float *w, const float *residual,
-               int rows, int n, int k) {
-  gemm_f32<64, 64, 16, 4, 4>(y, x, w, residual, rows, n, k);
-}
-
-KILN_KERNEL(128)
-gemm_mma_f16(float *y, const float *x, const f16 *w, const float *residual,
-             int rows, int n, int k) {
-  gemm_mma<f16>(y, x, w, residual, rows, n, k);
-}
-KILN_KERNEL(128)
-gemm_mma_bf16(float *y, const float *x, const bf16 *w, const float *residual,
-              int rows, int n, int k) {
-  gemm_mma<bf16>(y, x, w, residual, rows, n, k);
-}
+// Prefill GEMMs: f32 on the CUDA cores, f16/bf16 on the tensor cores.
+#define KILN_GEMM_F32(norm, swiglu) gemm_simt<64, 64, 16, 4, 4, norm, swiglu>(m)
+#define KILN_GEMM_F16(norm, swiglu) gemm_mma<f16, norm, swiglu>(m)
+#define KILN_GEMM_BF16(norm, swiglu) gemm_mma<bf16, norm, swiglu>(m)
+KILN_MATMUL_FORMS(gemm_f32, 256, KILN_GEMM_F32)
+KILN_MATMUL_FORMS(gemm_mma_f16, 128, KILN_GEMM_F16)
+KILN_MATMUL_FORMS(gemm_mma_bf16, 128, KILN_GEMM_BF16)
 
 KILN_KERNEL(256)
 rms_norm_256(float *y, const float *x, const float *g, int d, float eps) {
@@ -71,6 +68,15 @@ swiglu_f32(float *y, const float *gate, const float *up, i64 n) {
 }
 KILN_KERNEL(256) add_f32(float *y, const float *a, const float *b, i64 n) {
   add(y, a, b, n);
+}
+KILN_KERNEL(256)
+gather_rows_f32(float *y, const float *x, const int *rowIds, int count, int d) {
+  gather_rows(y, x, rowIds, count, d);
+}
+KILN_KERNEL(256)
+copy_columns_f32(float *y, const float *x, int rows, int cols, int stride,
+                 int first) {
+  copy_columns(y, x, rows, cols, stride, first);
 }
 
 #define KILN_EMBEDDING(name, E)                                                \
@@ -121,8 +127,29 @@ KILN_ATTENTION_COMBINE(attention_combine_d128, 128)
 
 // Launchable by name in the emulator (Device.cuh: nothing on the GPU).
 KILN_REGISTER_KERNEL(gemv_f32);
+KILN_REGISTER_KERNEL(gemv_f32_norm);
+KILN_REGISTER_KERNEL(gemv_f32_swiglu);
+KILN_REGISTER_KERNEL(gemv_f32_norm_swiglu);
 KILN_REGISTER_KERNEL(gemv_f16);
+KILN_REGISTER_KERNEL(gemv_f16_norm);
+KILN_REGISTER_KERNEL(gemv_f16_swiglu);
+KILN_REGISTER_KERNEL(gemv_f16_norm_swiglu);
 KILN_REGISTER_KERNEL(gemv_bf16);
+KILN_REGISTER_KERNEL(gemv_bf16_norm);
+KILN_REGISTER_KERNEL(gemv_bf16_swiglu);
+KILN_REGISTER_KERNEL(gemv_bf16_norm_swiglu);
+KILN_REGISTER_KERNEL(gemm_f32);
+KILN_REGISTER_KERNEL(gemm_f32_norm);
+KILN_REGISTER_KERNEL(gemm_f32_swiglu);
+KILN_REGISTER_KERNEL(gemm_f32_norm_swiglu);
+KILN_REGISTER_KERNEL(gemm_mma_f16);
+KILN_REGISTER_KERNEL(gemm_mma_f16_norm);
+KILN_REGISTER_KERNEL(gemm_mma_f16_swiglu);
+KILN_REGISTER_KERNEL(gemm_mma_f16_norm_swiglu);
+KILN_REGISTER_KERNEL(gemm_mma_bf16);
+KILN_REGISTER_KERNEL(gemm_mma_bf16_norm);
+KILN_REGISTER_KERNEL(gemm_mma_bf16_swiglu);
+KILN_REGISTER_KERNEL(gemm_mma_bf16_norm_swiglu);
 KILN_REGISTER_KERNEL(embedding_f32);
 KILN_REGISTER_KERNEL(embedding_f16);
 KILN_REGISTER_KERNEL(embedding_bf16);
@@ -137,12 +164,11 @@ KILN_REGISTER_KERNEL(attention_f16_d128);
 KILN_REGISTER_KERNEL(attention_combine_d8);
 KILN_REGISTER_KERNEL(attention_combine_d64);
 KILN_REGISTER_KERNEL(attention_combine_d128);
-KILN_REGISTER_KERNEL(gemm_f32_64x64);
-KILN_REGISTER_KERNEL(gemm_mma_f16);
-KILN_REGISTER_KERNEL(gemm_mma_bf16);
 KILN_REGISTER_KERNEL(rms_norm_256);
 KILN_REGISTER_KERNEL(rope_adjacent);
 KILN_REGISTER_KERNEL(rope_halves);
 KILN_REGISTER_KERNEL(swiglu_f32);
 KILN_REGISTER_KERNEL(add_f32);
+KILN_REGISTER_KERNEL(gather_rows_f32);
+KILN_REGISTER_KERNEL(copy_columns_f32);
 KILN_REGISTER_KERNEL(argmax_256);

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attention.cuh" // the types and conversions, not the kernels
+#include "Matmul.cuh"
 
 #include "runtime/StepABI.h"
 #include "test/cuda/KernelRunner.h"
@@ -136,50 +137,110 @@ struct MatmulCase {
   bool residual;
 };
 
-std::string describe(const char *kernel, const MatmulCase &c) {
-  return std::string(kernel) + " rows=" + std::to_string(c.rows) +
-         " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
-         (c.residual ? " +residual" : "");
+/// The fused forms of Matmul.cuh, as the instances name them.
+struct MatmulForm {
+  const char *suffix;
+  bool norm, swiglu;
+};
+const MatmulForm kForms[] = {{"", false, false},
+                             {"_norm", true, false},
+                             {"_swiglu", false, true},
+                             {"_norm_swiglu", true, true}};
+
+/// The unit in the last place of 1 in W: how far apart two neighbouring
+/// values of W are, relative to them.
+template <class W> double ulpOfOne() {
+  if constexpr (std::is_same_v<W, f16>)
+    return 1.0 / 1024;
+  else if constexpr (std::is_same_v<W, bf16>)
+    return 1.0 / 128;
+  else
+    return 1.0 / (1 << 23);
 }
 
-/// Runs `kernel` (y, x, w, residual, rows, n, k) over `grid` and checks
-/// y = x · wᵀ (+ residual); `roundX` rounds the activations to W as the
-/// tensor-core kernels do.
-template <class W, class Kernel>
-void runMatmul(CudaKernel &test, const char *kernel, const MatmulCase &c,
-               Grid grid, int threads, bool roundX, uint32_t seed) {
-  auto x = randomFloats(size_t(c.rows) * c.k, seed);
+/// Runs `kernel` (a Matmul of `form`) over `grid` and checks it against
+/// Matmul.cuh's definition. `roundX`: the kernel rounds the (normalized)
+/// activations to W, as the tensor-core kernels do, and so does the
+/// reference; where the normalized value lies so near a rounding boundary
+/// that f32 and double could round it apart, that term is allowed one ulp
+/// of W.
+template <class W>
+void runMatmul(CudaKernel &test, const std::string &kernel, MatmulForm form,
+               MatmulCase c, Grid grid, int threads, bool roundX,
+               uint32_t seed) {
+  if (form.swiglu)
+    c.residual = false; // swiglu has no residual
+  auto x = randomFloats(size_t(c.rows) * c.k, seed, -2.0f, 2.0f);
   auto w = toElements<W>(randomFloats(size_t(c.n) * c.k, seed + 1));
-  auto residual = randomFloats(size_t(c.rows) * c.n, seed + 2);
+  auto up = toElements<W>(randomFloats(size_t(c.n) * c.k, seed + 2));
+  auto g = randomFloats(c.k, seed + 3, 0.5f, 1.5f);
+  auto residual = randomFloats(size_t(c.rows) * c.n, seed + 4);
+  const float eps = 1e-5f;
   float *dy = static_cast<float *>(
       runner().allocate(size_t(c.rows) * c.n * sizeof(float)));
-  float *dx = toDevice(x);
-  W *dw = toDevice(w);
-  float *dr = c.residual ? toDevice(residual) : nullptr;
+  kiln::cuda::Matmul m{dy,
+                       toDevice(x),
+                       toDevice(w),
+                       form.swiglu ? toDevice(up) : nullptr,
+                       form.norm ? toDevice(g) : nullptr,
+                       c.residual ? toDevice(residual) : nullptr,
+                       eps,
+                       c.rows,
+                       c.n,
+                       c.k};
   auto y = test.runTwice(dy, size_t(c.rows) * c.n, [&](uint64_t s) {
-    launch(kernel, grid, threads, s, dy, static_cast<const float *>(dx),
-           static_cast<const W *>(dw), static_cast<const float *>(dr), c.rows,
-           c.n, c.k);
+    launch(kernel, grid, threads, s, m);
   });
-  for (int r = 0; r < c.rows; ++r)
-    for (int j = 0; j < c.n; ++j) {
-      double sum = 0, bound = 0;
-      for (int i = 0; i < c.k; ++i) {
-        double xi = x[size_t(r) * c.k + i];
-        if (roundX)
-          xi = rounded<W>(float(xi));
-        double term = xi * fromElement(w[size_t(j) * c.k + i]);
-        sum += term;
-        bound += std::abs(term);
+  std::string what = kernel + " rows=" + std::to_string(c.rows) +
+                     " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) +
+                     (c.residual ? " +residual" : "");
+  for (int r = 0; r < c.rows; ++r) {
+    const float *xr = x.data() + size_t(r) * c.k;
+    double scale = 1;
+    if (form.norm) {
+      double ss = 0;
+      for (int i = 0; i < c.k; ++i)
+        ss += double(xr[i]) * xr[i];
+      scale = 1 / std::sqrt(ss / c.k + eps);
+    }
+    std::vector<double> xs(c.k);
+    std::vector<bool> nearBoundary(c.k, false);
+    for (int i = 0; i < c.k; ++i) {
+      double v = form.norm ? g[i] * (scale * xr[i]) : xr[i];
+      if (roundX) {
+        float lo = float(v * (1 - 1e-6)), hi = float(v * (1 + 1e-6));
+        nearBoundary[i] = form.norm && rounded<W>(lo) != rounded<W>(hi);
+        v = rounded<W>(float(v));
       }
-      if (c.residual) {
-        sum += residual[size_t(r) * c.n + j];
+      xs[i] = v;
+    }
+    for (int j = 0; j < c.n; ++j) {
+      double sums[2] = {0, 0}, bounds[2] = {0, 0}, slack = 0;
+      for (int o = 0; o < (form.swiglu ? 2 : 1); ++o)
+        for (int i = 0; i < c.k; ++i) {
+          const std::vector<W> &weights = o == 0 ? w : up;
+          double term = xs[i] * fromElement(weights[size_t(j) * c.k + i]);
+          sums[o] += term;
+          bounds[o] += std::abs(term);
+          if (nearBoundary[i])
+            slack += std::abs(term) * ulpOfOne<W>();
+        }
+      double want = sums[0], bound = bounds[0];
+      if (form.swiglu) {
+        double a = sums[0], silu = a / (1 + std::exp(-a));
+        want = silu * sums[1];
+        bound =
+            1.1 * bounds[0] * std::abs(sums[1]) + std::abs(silu) * bounds[1];
+        slack *= 1.1 * (std::abs(sums[1]) + std::abs(silu));
+      } else if (c.residual) {
+        want += residual[size_t(r) * c.n + j];
         bound += std::abs(residual[size_t(r) * c.n + j]);
       }
-      ASSERT_TRUE(close(y[size_t(r) * c.n + j], sum, bound,
-                        describe(kernel, c) + " row " + std::to_string(r) +
-                            " col " + std::to_string(j)));
+      ASSERT_TRUE(close(
+          y[size_t(r) * c.n + j], want, bound + slack / kTolerance,
+          what + " row " + std::to_string(r) + " col " + std::to_string(j)));
     }
+  }
 }
 
 // k: 16-byte rows (the vector loop) and odd (the scalar one).
@@ -188,9 +249,11 @@ const MatmulCase kGemvCases[] = {{1, 37, 64, false},
                                  {5, 9, 67, false},
                                  {6, 33, 8, true}};
 
-template <class W> void testGemv(CudaKernel &test, const char *kernel) {
-  for (const MatmulCase &c : kGemvCases)
-    runMatmul<W, void>(test, kernel, c, {blocksFor(c.n, 4)}, 128, false, 1);
+template <class W> void testGemv(CudaKernel &test, const char *family) {
+  for (const MatmulForm &form : kForms)
+    for (const MatmulCase &c : kGemvCases)
+      runMatmul<W>(test, family + std::string(form.suffix), form, c,
+                   {blocksFor(c.n, 4)}, 128, false, 1);
 }
 
 TEST_F(CudaKernel, GemvF32) { testGemv<float>(*this, "gemv_f32"); }
@@ -205,25 +268,21 @@ const MatmulCase kGemmCases[] = {{1, 8, 16, false},
                                  {130, 65, 40, true},
                                  {5, 129, 33, false}};
 
-TEST_F(CudaKernel, GemmF32) {
-  for (const MatmulCase &c : kGemmCases)
-    runMatmul<float, void>(*this, "gemm_f32_64x64", c,
-                           {blocksFor(c.n, 64), blocksFor(c.rows, 64)}, 256,
-                           false, 4);
+template <class W>
+void testGemm(CudaKernel &test, const char *family, int threads, bool roundX) {
+  for (const MatmulForm &form : kForms)
+    for (const MatmulCase &c : kGemmCases)
+      runMatmul<W>(test, family + std::string(form.suffix), form, c,
+                   {blocksFor(c.n, 64), blocksFor(c.rows, 64)}, threads, roundX,
+                   4);
 }
 
+TEST_F(CudaKernel, GemmF32) { testGemm<float>(*this, "gemm_f32", 256, false); }
 TEST_F(CudaKernel, GemmMmaF16) {
-  for (const MatmulCase &c : kGemmCases)
-    runMatmul<f16, void>(*this, "gemm_mma_f16", c,
-                         {blocksFor(c.n, 64), blocksFor(c.rows, 64)}, 128, true,
-                         7);
+  testGemm<f16>(*this, "gemm_mma_f16", 128, true);
 }
-
 TEST_F(CudaKernel, GemmMmaBf16) {
-  for (const MatmulCase &c : kGemmCases)
-    runMatmul<bf16, void>(*this, "gemm_mma_bf16", c,
-                          {blocksFor(c.n, 64), blocksFor(c.rows, 64)}, 128,
-                          true, 7);
+  testGemm<bf16>(*this, "gemm_mma_bf16", 128, true);
 }
 
 //===--- Norms, rope, element-wise, embedding, argmax ---------------------===//
@@ -308,6 +367,31 @@ TEST_F(CudaKernel, SwigluAndAdd) {
   });
   for (int64_t i = 0; i < n; ++i)
     ASSERT_EQ(y[i], a[i] + b[i]) << "add " << i;
+}
+
+TEST_F(CudaKernel, GatherRowsAndCopyColumns) {
+  int rows = 7, d = 67;
+  auto x = randomFloats(size_t(rows) * d, 20);
+  std::vector<int> ids = {6, 0, 3, 3};
+  float *dx = toDevice(x);
+  float *dy = static_cast<float *>(runner().allocate(size_t(rows) * d * 4));
+  auto y = runTwice(dy, ids.size() * d, [&](uint64_t s) {
+    launch("gather_rows_f32", {blocksFor(int64_t(ids.size()) * d, 256)}, 256, s,
+           dy, static_cast<const float *>(dx),
+           static_cast<const int *>(toDevice(ids)), int(ids.size()), d);
+  });
+  for (size_t r = 0; r < ids.size(); ++r)
+    for (int i = 0; i < d; ++i)
+      ASSERT_EQ(y[r * d + i], x[size_t(ids[r]) * d + i]) << "gather_rows";
+  int first = 29, cols = 21;
+  y = runTwice(dy, size_t(rows) * cols, [&](uint64_t s) {
+    launch("copy_columns_f32", {blocksFor(int64_t(rows) * cols, 256)}, 256, s,
+           dy, static_cast<const float *>(dx), rows, cols, d, first);
+  });
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      ASSERT_EQ(y[size_t(r) * cols + c], x[size_t(r) * d + first + c])
+          << "copy_columns";
 }
 
 template <class E> void testEmbedding(CudaKernel &test, const char *kernel) {

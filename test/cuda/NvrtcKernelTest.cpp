@@ -24,32 +24,54 @@ namespace cg = kiln::codegen::cuda;
 
 namespace {
 
-const char *const kKernels[] = {"gemv_f32",
-                                "gemv_f16",
-                                "gemv_bf16",
-                                "gemm_f32_64x64",
-                                "gemm_mma_f16",
-                                "gemm_mma_bf16",
-                                "rms_norm_256",
-                                "rope_adjacent",
-                                "rope_halves",
-                                "swiglu_f32",
-                                "add_f32",
-                                "embedding_f32",
-                                "embedding_f16",
-                                "embedding_bf16",
-                                "argmax_256",
-                                "kv_append_f32",
-                                "kv_append_f16",
-                                "kv_append_bf16",
-                                "attention_f32_d8",
-                                "attention_f32_d64",
-                                "attention_f16_d64",
-                                "attention_bf16_d64",
-                                "attention_f16_d128",
-                                "attention_combine_d8",
-                                "attention_combine_d64",
-                                "attention_combine_d128"};
+const char *const kKernels[] = {
+    "gemv_f32",
+    "gemv_f32_norm",
+    "gemv_f32_swiglu",
+    "gemv_f32_norm_swiglu",
+    "gemv_f16",
+    "gemv_f16_norm",
+    "gemv_f16_swiglu",
+    "gemv_f16_norm_swiglu",
+    "gemv_bf16",
+    "gemv_bf16_norm",
+    "gemv_bf16_swiglu",
+    "gemv_bf16_norm_swiglu",
+    "gemm_f32",
+    "gemm_f32_norm",
+    "gemm_f32_swiglu",
+    "gemm_f32_norm_swiglu",
+    "gemm_mma_f16",
+    "gemm_mma_f16_norm",
+    "gemm_mma_f16_swiglu",
+    "gemm_mma_f16_norm_swiglu",
+    "gemm_mma_bf16",
+    "gemm_mma_bf16_norm",
+    "gemm_mma_bf16_swiglu",
+    "gemm_mma_bf16_norm_swiglu",
+    "rms_norm_256",
+    "rope_adjacent",
+    "rope_halves",
+    "swiglu_f32",
+    "add_f32",
+    "gather_rows_f32",
+    "copy_columns_f32",
+    "embedding_f32",
+    "embedding_f16",
+    "embedding_bf16",
+    "argmax_256",
+    "kv_append_f32",
+    "kv_append_f16",
+    "kv_append_bf16",
+    "attention_f32_d8",
+    "attention_f32_d64",
+    "attention_f16_d64",
+    "attention_bf16_d64",
+    "attention_f16_d128",
+    "attention_combine_d8",
+    "attention_combine_d64",
+    "attention_combine_d128",
+};
 
 /// Kernels allowed a stack frame, and why: not hot, and the frame is not
 /// spills. rope's is sinf/cosf's exact argument reduction (Payne-Hanek)
@@ -116,15 +138,20 @@ TEST_P(NvrtcKernels, PtxUsesTensorCoresAndVectorLoads) {
   const std::regex mmaBf16(
       R"(mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32)");
   const std::regex load16(R"(ld\.global\.nc\.v4\.u32)");
-  EXPECT_TRUE(std::regex_search(entryPtx(result.ptx, "gemm_mma_f16"), mmaF16));
-  EXPECT_TRUE(
-      std::regex_search(entryPtx(result.ptx, "gemm_mma_bf16"), mmaBf16));
-  for (const char *kernel :
-       {"gemv_f32", "gemv_f16", "gemv_bf16", "gemm_mma_f16", "gemm_mma_bf16"})
-    EXPECT_TRUE(std::regex_search(entryPtx(result.ptx, kernel), load16))
-        << kernel << " has no 16-byte read-only load";
+  for (const char *form : {"", "_norm", "_swiglu", "_norm_swiglu"}) {
+    std::string f16 = std::string("gemm_mma_f16") + form,
+                bf16 = std::string("gemm_mma_bf16") + form;
+    EXPECT_TRUE(std::regex_search(entryPtx(result.ptx, f16), mmaF16)) << f16;
+    EXPECT_TRUE(std::regex_search(entryPtx(result.ptx, bf16), mmaBf16)) << bf16;
+    for (std::string kernel :
+         {std::string("gemv_f32") + form, std::string("gemv_f16") + form,
+          std::string("gemv_bf16") + form, f16, bf16}) {
+      EXPECT_TRUE(std::regex_search(entryPtx(result.ptx, kernel), load16))
+          << kernel << " has no 16-byte read-only load";
+    }
+  }
   // f32 stays f32: no TF32 (or any) tensor-core op in the f32 GEMM.
-  EXPECT_FALSE(std::regex_search(entryPtx(result.ptx, "gemm_f32_64x64"),
+  EXPECT_FALSE(std::regex_search(entryPtx(result.ptx, "gemm_f32"),
                                  std::regex(R"(\bmma\.)")));
 }
 

@@ -73,14 +73,21 @@ struct MmaC {
 #ifdef KILN_CUDA_ON_DEVICE
 
 #define KILN_DEVICE __device__ __forceinline__
-/// A kernel's entry point, launched with `threads` threads per block.
+/// A kernel's entry point, launched with `threads` threads per block, at
+/// least 512 threads resident per SM (so at most 128 registers a thread).
+/// The second bound matters: with the first alone ptxas aims at full
+/// occupancy and spills rather than use its registers.
 #define KILN_KERNEL(threads)                                                   \
-  extern "C" __global__ void __launch_bounds__(threads)
+  extern "C" __global__ void __launch_bounds__(                                \
+      threads, (threads) < 512 ? 512 / (threads) : 1)
 /// A block's shared array of n elements of T, 16-byte aligned (n constant).
 #define KILN_SHARED(T, name, n) __shared__ __align__(16) T name[n]
 /// On the host, makes a kernel launchable by name; nothing on the device,
 /// where the driver finds kernels in the module.
 #define KILN_REGISTER_KERNEL(name) static_assert(true, "")
+/// Unrolls the next loop (constant trip count): register arrays indexed in
+/// a loop that stays a loop would live in local memory.
+#define KILN_UNROLL _Pragma("unroll")
 
 namespace kiln::cuda {
 

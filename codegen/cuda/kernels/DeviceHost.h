@@ -55,6 +55,7 @@
 #include <vector>
 
 #define KILN_DEVICE inline
+#define KILN_UNROLL
 #define KILN_KERNEL(threads) inline void
 #define KILN_SHARED(T, name, n)                                                \
   T *name = ::kiln::cuda::host::sharedArray<T>(n, #name)

@@ -1,18 +1,19 @@
 //===- GemmMma.cuh - f16/bf16 matrix products on tensor cores ----*- C++
 //-*-===//
 //
-// Part of Kiln's CUDA kernel library. kiln.matmul with f16 or bf16 weights
-// for prefill: y[r, j] = sum_i x[r, i] * w[j, i] (+ residual[r, j]) with
-// mma.sync m16n8k16, f32 accumulation. The activations are rounded to the
-// weights' type as they are staged (mma multiplies two operands of one
-// type); the products are exact and summed in f32.
+// Part of Kiln's CUDA kernel library. The products of Matmul.cuh with f16
+// or bf16 weights for prefill, on mma.sync m16n8k16 with f32 accumulation.
+// The activations are rounded to the weights' type as they are staged (mma
+// multiplies two operands of one type), after the rms_norm prologue when
+// NORM; the products are exact and summed in f32.
 //
 // A block of 4 warps computes a 64 x 64 tile of y, each warp 32 x 32 (2 x 4
-// mma tiles). Each k step stages 32 columns of x's and w's rows in shared
-// memory as 16-bit elements; w's rows arrive 16 bytes per load. Rows are
-// padded from 32 to 40 elements (80 bytes): the fragment loads of a warp,
-// lane (g, t) reading 4 bytes at row g, column 2t, then touch 32 distinct
-// banks (bank = 20 g + t mod 32), with no conflict.
+// mma tiles; twice that with SWIGLU's two weights). Each k step stages 32
+// columns of x's and w's rows in shared memory as 16-bit elements; w's rows
+// arrive 16 bytes per load. Rows are padded from 32 to 40 elements (80
+// bytes): the fragment loads of a warp, lane (g, t) reading 4 bytes at row
+// g, column 2t, then touch 32 distinct banks (bank = 20 g + t mod 32), with
+// no conflict.
 //
 // Launch: 128 threads, grid (ceil(n / 64), ceil(rows / 64)).
 //
@@ -21,69 +22,90 @@
 #ifndef KILN_CUDA_GEMM_MMA_CUH
 #define KILN_CUDA_GEMM_MMA_CUH
 
-#include "Elements.cuh"
+#include "Matmul.cuh"
 
 namespace kiln::cuda {
 
-template <class W>
-KILN_DEVICE void gemm_mma(float *y, const float *x, const W *w,
-                          const float *residual, int rows, int n, int k) {
+template <class W, bool NORM, bool SWIGLU>
+KILN_DEVICE void gemm_mma(const Matmul &m) {
   constexpr int BM = 64, BN = 64, BK = 32, LD = BK + 8, kThreads = 128;
-  KILN_SHARED(u16, xs, BM * LD); // xs[r][kk]
-  KILN_SHARED(u16, ws, BN * LD); // ws[j][kk]
+  constexpr int kOuts = SWIGLU ? 2 : 1;
+  KILN_SHARED(u16, xs, BM * LD);         // xs[r][kk]
+  KILN_SHARED(u16, ws, kOuts * BN * LD); // ws[o][j][kk]
+  KILN_SHARED(float, scales, BM);
   int tid = thread_index();
   int wm = warp_index() / 2, wn = warp_index() % 2;
   int row0 = block_y() * BM, col0 = block_x() * BN;
-  const u16 *wbits = reinterpret_cast<const u16 *>(w);
-  bool vector = k % 8 == 0 && is_aligned16(w);
-  MmaC acc[2][4];
-  for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 4; ++j)
-      for (int e = 0; e < 4; ++e)
-        acc[i][j].reg[e] = 0.0f;
+  int k = m.k;
+  bool vector =
+      k % 8 == 0 && is_aligned16(m.w) && (!SWIGLU || is_aligned16(m.up));
+  if (NORM) {
+    block_rms_scales(scales, m, row0, BM);
+    sync_block();
+  }
+  MmaC acc[kOuts][2][4];
+  KILN_UNROLL
+  for (int o = 0; o < kOuts; ++o)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 4; ++j)
+        for (int e = 0; e < 4; ++e)
+          acc[o][i][j].reg[e] = 0.0f;
   for (int k0 = 0; k0 < k; k0 += BK) {
     for (int e = tid; e < BM * BK; e += kThreads) {
       int r = e / BK, kk = e % BK;
-      bool in = row0 + r < rows && k0 + kk < k;
-      xs[r * LD + kk] =
-          to_bits(in ? x[i64(row0 + r) * k + k0 + kk] : 0.0f, W{});
+      float v = 0.0f;
+      if (row0 + r < m.rows && k0 + kk < k) {
+        v = m.x[i64(row0 + r) * k + k0 + kk];
+        if (NORM)
+          v = m.normWeight[k0 + kk] * (scales[r] * v);
+      }
+      xs[r * LD + kk] = to_bits(v, W{});
     }
     // w: BN rows of BK elements, 8 to a 16-byte chunk.
-    for (int e = tid; e < BN * (BK / 8); e += kThreads) {
-      int j = e / (BK / 8), kk = (e % (BK / 8)) * 8;
-      u16 *to = ws + j * LD + kk;
-      const u16 *from = wbits + i64(col0 + j) * k + k0 + kk;
-      if (vector && col0 + j < n && k0 + kk + 8 <= k) {
-        *reinterpret_cast<Bytes16 *>(to) = load16(from);
-      } else {
-        for (int h = 0; h < 8; ++h)
-          to[h] = col0 + j < n && k0 + kk + h < k ? from[h] : u16(0);
+    for (int o = 0; o < kOuts; ++o)
+      for (int e = tid; e < BN * (BK / 8); e += kThreads) {
+        int j = e / (BK / 8), kk = (e % (BK / 8)) * 8;
+        u16 *to = ws + (o * BN + j) * LD + kk;
+        // A select, not an array of pointers (which would be local memory).
+        const u16 *from = static_cast<const u16 *>(o == 0 ? m.w : m.up) +
+                          i64(col0 + j) * k + k0 + kk;
+        if (vector && col0 + j < m.n && k0 + kk + 8 <= k) {
+          *reinterpret_cast<Bytes16 *>(to) = load16(from);
+        } else {
+          for (int h = 0; h < 8; ++h)
+            to[h] = col0 + j < m.n && k0 + kk + h < k ? from[h] : u16(0);
+        }
       }
-    }
     sync_block();
+    KILN_UNROLL
     for (int kk = 0; kk < BK; kk += 16) {
       MmaA a[2];
-      MmaB b[4];
       for (int i = 0; i < 2; ++i)
         mma_load_a(a[i], xs + (wm * 32 + i * 16) * LD + kk, LD);
-      for (int j = 0; j < 4; ++j)
-        mma_load_b(b[j], ws + (wn * 32 + j * 8) * LD + kk, LD);
-      for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 4; ++j)
-          mma_16x8x16(acc[i][j], a[i], b[j], W{});
+      KILN_UNROLL
+      for (int o = 0; o < kOuts; ++o)
+        KILN_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        MmaB b;
+        mma_load_b(b, ws + (o * BN + wn * 32 + j * 8) * LD + kk, LD);
+        for (int i = 0; i < 2; ++i)
+          mma_16x8x16(acc[o][i][j], a[i], b, W{});
+      }
     }
     sync_block();
   }
+  KILN_UNROLL
   for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 4; ++j)
-      for (int e = 0; e < 4; ++e) {
-        int r = row0 + wm * 32 + i * 16 + mma_c_row(e);
-        int c = col0 + wn * 32 + j * 8 + mma_c_col(e);
-        if (r < rows && c < n) {
-          i64 at = i64(r) * n + c;
-          y[at] = residual ? acc[i][j].reg[e] + residual[at] : acc[i][j].reg[e];
-        }
-      }
+    KILN_UNROLL
+  for (int j = 0; j < 4; ++j)
+    KILN_UNROLL
+  for (int e = 0; e < 4; ++e) {
+    int r = row0 + wm * 32 + i * 16 + mma_c_row(e);
+    int c = col0 + wn * 32 + j * 8 + mma_c_col(e);
+    if (r < m.rows && c < m.n)
+      store_output<SWIGLU>(m, r, c, acc[0][i][j].reg[e],
+                           acc[kOuts - 1][i][j].reg[e]);
+  }
 }
 
 } // namespace kiln::cuda
