@@ -90,6 +90,8 @@ func::FuncOp getStepFunction(ModuleOp module) {
 
 CompiledStep compileStep(ModuleOp module, WeightProvider &weights,
                          const CompileStepOptions &options) {
+  if (options.target.isCuda())
+    return compileCudaStep(module, weights, options, kStepABI);
   auto progress = [&](const std::string &stage) {
     if (options.progress)
       options.progress(stage);

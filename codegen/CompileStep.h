@@ -45,6 +45,14 @@ struct CompiledStep {
   std::vector<std::string> kernelSummaries;
   std::vector<runtime::PackedWeight> weightEntries;
   double emitSeconds = 0, compileSeconds = 0;
+  /// "cpu", or "cuda": then the library is a host step that launches the
+  /// kernels of the PTX and cubin below (runtime/CudaStepABI.h).
+  std::string device = "cpu";
+  std::string cudaArch;     ///< sm_80, sm_90
+  std::string ptxPath;      ///< the kernels as PTX (JIT on newer GPUs)
+  std::string cubinPath;    ///< the kernels for cudaArch
+  std::string nvrtcVersion; ///< the NVRTC that compiled them
+  std::string nvrtcLog;     ///< its messages (ptxas's report included)
 };
 
 /// The step function of `module` (the one with kiln.step); throws if none.
@@ -54,6 +62,12 @@ mlir::func::FuncOp getStepFunction(mlir::ModuleOp module);
 /// tool on any failure.
 CompiledStep compileStep(mlir::ModuleOp module, WeightProvider &weights,
                          const CompileStepOptions &options);
+
+/// compileStep for a CUDA target (codegen/cuda/CompileCudaStep.cpp);
+/// `stepAbiText` is runtime/StepABI.h.
+CompiledStep compileCudaStep(mlir::ModuleOp module, WeightProvider &weights,
+                             const CompileStepOptions &options,
+                             const std::string &stepAbiText);
 
 } // namespace kiln::codegen
 

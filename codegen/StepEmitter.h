@@ -6,7 +6,7 @@
 // step file that calls them in order with the arena offsets of the memory
 // plan and the offsets of the packed weights. The interface is target
 // neutral: the CPU emitter (codegen/cpu) writes C++ with SIMD vectors for
-// the host compiler; a CUDA emitter will write CUDA C++ for NVRTC from the
+// the host compiler; the CUDA emitter writes CUDA C++ for NVRTC from the
 // same tile attributes.
 //
 //===----------------------------------------------------------------------===//
@@ -69,6 +69,12 @@ public:
 /// The C++ SIMD emitter for a CPU target.
 std::unique_ptr<StepEmitter>
 createCpuStepEmitter(const target::TargetDescription &target);
+
+/// The CUDA emitter for a CUDA target (codegen/cuda/CudaStepEmitter.cpp):
+/// kernels.cu for NVRTC (and the host's block emulator) and a host step
+/// that launches them (runtime/CudaStepABI.h).
+std::unique_ptr<StepEmitter>
+createCudaStepEmitter(const target::TargetDescription &target);
 
 } // namespace kiln::codegen
 

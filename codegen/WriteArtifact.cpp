@@ -24,6 +24,14 @@ using namespace mlir;
 
 namespace kiln::codegen {
 
+/// The CPU features a library's code needs: its target's for a CPU step;
+/// none for a CUDA step, whose host code is portable.
+static std::vector<std::string>
+hostCpuFeatures(const target::TargetDescription &target) {
+  return target.isCpu() ? requiredCpuFeatures(target)
+                        : std::vector<std::string>{};
+}
+
 /// The manifest's "weights.entries" (docs/artifact.md, "Weight entries").
 static nlohmann::json
 weightEntriesJson(const std::vector<runtime::PackedWeight> &entries) {
@@ -115,8 +123,8 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    size_t na = requiredCpuFeatures(libraries[a].target).size(),
-           nb = requiredCpuFeatures(libraries[b].target).size();
+    size_t na = hostCpuFeatures(libraries[a].target).size(),
+           nb = hostCpuFeatures(libraries[b].target).size();
     return na != nb ? na < nb : a < b;
   });
   std::vector<ArtifactLibrary> sorted;
@@ -125,8 +133,8 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
   libraries = std::move(sorted);
   for (size_t i = 0; i < libraries.size(); ++i)
     for (size_t j = 0; j < i; ++j) {
-      std::vector<std::string> a = requiredCpuFeatures(libraries[i].target),
-                               b = requiredCpuFeatures(libraries[j].target);
+      std::vector<std::string> a = hostCpuFeatures(libraries[i].target),
+                               b = hostCpuFeatures(libraries[j].target);
       std::sort(a.begin(), a.end());
       std::sort(b.begin(), b.end());
       if (a == b)
@@ -175,6 +183,8 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
       packed(libraries.size());
   nlohmann::json list = nlohmann::json::array();
   std::vector<std::pair<std::string, std::string>> sources;
+  // (section, file) of each CUDA library's PTX and cubin.
+  std::vector<std::pair<std::string, std::string>> cudaImages;
   double emitSeconds = 0, compileSeconds = 0;
   bool several = libraries.size() > 1;
   for (size_t i = 0; i < libraries.size(); ++i) {
@@ -192,22 +202,35 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
       packed[i] = {weights, compiled.weightsPath};
     }
     code.push_back({codeName, compiled.libraryPath});
-    list.push_back({{"name", target.name},
-                    {"sections", {{"code", codeName}, {"weights", weights}}},
-                    {"target",
-                     {{"spec", target.spec()},
-                      {"cpu_features", requiredCpuFeatures(target)}}},
-                    {"weights",
-                     {{"type", weightTypesSummary(compiled.weightEntries)},
-                      {"bytes", compiled.weightsBytes},
-                      {"entries", weightEntriesJson(compiled.weightEntries)}}},
-                    {"step",
-                     {{"max_tokens", compiled.maxTokens},
-                      {"arena_bytes", compiled.arenaBytes},
-                      {"kernels", compiled.kernelSummaries}}},
-                    {"compile",
-                     {{"emit_seconds", compiled.emitSeconds},
-                      {"compile_seconds", compiled.compileSeconds}}}});
+    if (compiled.device == "cuda") {
+      std::string suffix = i == 0 ? "" : "." + target.name;
+      cudaImages.push_back({"ptx" + suffix, compiled.ptxPath});
+      cudaImages.push_back({"cubin" + suffix, compiled.cubinPath});
+    }
+    list.push_back(
+        {{"name", target.name},
+         {"sections", {{"code", codeName}, {"weights", weights}}},
+         {"target",
+          {{"spec", target.spec()}, {"cpu_features", hostCpuFeatures(target)}}},
+         {"weights",
+          {{"type", weightTypesSummary(compiled.weightEntries)},
+           {"bytes", compiled.weightsBytes},
+           {"entries", weightEntriesJson(compiled.weightEntries)}}},
+         {"step",
+          {{"max_tokens", compiled.maxTokens},
+           {"arena_bytes", compiled.arenaBytes},
+           {"kernels", compiled.kernelSummaries}}},
+         {"compile",
+          {{"emit_seconds", compiled.emitSeconds},
+           {"compile_seconds", compiled.compileSeconds}}}});
+    if (compiled.device == "cuda") {
+      std::string suffix = i == 0 ? "" : "." + target.name;
+      list.back()["device"] = "cuda";
+      list.back()["cuda"] = {{"arch", compiled.cudaArch},
+                             {"ptx", "ptx" + suffix},
+                             {"cubin", "cubin" + suffix},
+                             {"nvrtc", compiled.nvrtcVersion}};
+    }
     emitSeconds += compiled.emitSeconds;
     compileSeconds += compiled.compileSeconds;
     std::string dir = several ? librarySourceDirectory(target) + "/" : "";
@@ -246,6 +269,8 @@ void writeArtifact(ModuleOp module, std::vector<ArtifactLibrary> libraries,
       writer.addSectionFromFile(packed[i].first, packed[i].second,
                                 runtime::kPageAlignment);
   }
+  for (const auto &[name, file] : cudaImages)
+    writer.addSection(name, readFile(file));
   writer.addSection(runtime::section::kTokenizer,
                     runtime::tokenizerSpecToJson(model.tokenizer));
   writer.addSection(runtime::section::kSources, runtime::packSources(sources));

@@ -57,6 +57,18 @@ StepLibraryManifest parseLibrary(const std::string &path,
   lib.arenaBytes = field<int64_t>(path, object, "step", "arena_bytes", prefix);
   lib.kernels =
       field<std::vector<std::string>>(path, object, "step", "kernels", prefix);
+  if (auto device = object.find("device");
+      device != object.end() && device->is_string())
+    lib.device = device->get<std::string>();
+  if (lib.device == "cuda") {
+    lib.cudaArch = field<std::string>(path, object, "cuda", "arch", prefix);
+    lib.ptxSection = field<std::string>(path, object, "cuda", "ptx", prefix);
+    lib.cubinSection =
+        field<std::string>(path, object, "cuda", "cubin", prefix);
+  } else if (lib.device != "cpu") {
+    fail(path, "manifest field '" + prefix + "device' is '" + lib.device +
+                   "'; this runtime runs cpu and cuda step libraries");
+  }
   // Optional: the entries describe the layout for tools (kiln bench).
   // Artifacts before structured entries held one line of text each: those
   // are skipped.
@@ -306,6 +318,27 @@ CompiledModel::CompiledModel(Artifact file, StepLibrary library,
   kv.budgetBytes = options.kvMemoryBytes;
   kv.slidingWindow = this->info.slidingWindow;
   cache = std::make_unique<PagedKVCache>(kv);
+  const StepLibraryManifest &lib = stepLibrary();
+  if (lib.device == "cuda") {
+    cuda::CudaStepInputs in;
+    in.artifactPath = this->file.path();
+    in.arch = lib.cudaArch;
+    in.ptx = this->file.section(lib.ptxSection);
+    in.cubin = this->file.section(lib.cubinSection);
+    in.weights = weightBytes;
+    in.arenaBytes = this->info.arenaBytes;
+    in.maxTokens = this->info.maxTokens;
+    in.vocabSize = this->info.vocabSize;
+    in.cacheBytes = cache->poolBytes();
+    in.stepFn = this->library.symbol("kiln_cuda_step");
+    in.emulatedLaunch = this->library.symbol("kiln_cuda_emulated_launch");
+    in.emulatedError = this->library.symbol("kiln_cuda_emulated_error");
+    cudaRunner = cuda::CudaStepRunner::create(in);
+  }
+}
+
+std::string CompiledModel::cudaDevice() const {
+  return cudaRunner ? cudaRunner->describe() : std::string();
 }
 
 CompiledModel::~CompiledModel() = default;
@@ -371,6 +404,11 @@ void CompiledModel::runChunk(const StepBatch &batch, size_t begin, size_t end,
   args.cache = cache->abi();
   args.parallel = &parallel;
   args.call_seconds = profiling ? callSeconds.data() : nullptr;
+  if (cudaRunner) {
+    cudaRunner->step(args);
+    cache->finishStep(batch, begin, end);
+    return;
+  }
   if (int32_t status = library.step(args); status != 0)
     throw std::runtime_error(file.path() + ": the step failed with status " +
                              std::to_string(status));

@@ -19,6 +19,7 @@
 #include "runtime/StepLibrary.h"
 #include "runtime/ThreadPool.h"
 #include "runtime/Tokenizer.h"
+#include "runtime/cuda/CudaStepRunner.h"
 
 #include <memory>
 #include <optional>
@@ -40,6 +41,11 @@ struct StepLibraryManifest {
   std::vector<PackedWeight> weightEntries;
   int64_t maxTokens = 0, arenaBytes = 0;
   std::vector<std::string> kernels;
+  /// "cpu", or "cuda": the code is a host step launching the kernels of the
+  /// PTX and cubin sections below (runtime/CudaStepABI.h).
+  std::string device = "cpu";
+  std::string cudaArch;                 ///< sm_90
+  std::string ptxSection, cubinSection; ///< "ptx", "cubin"
 };
 
 /// The manifest fields the runtime uses (docs/artifact.md).
@@ -128,6 +134,9 @@ public:
   /// lacks avx512f, avx512bw, avx512vl, avx512dq for avx512)". `kiln run`
   /// prints it when the artifact has more than one library.
   const std::string &stepLibraryChoice() const { return choice; }
+  /// For a CUDA artifact, what its steps run on ("NVIDIA H200, sm_90, ..."
+  /// or "the CPU block emulator"); empty for a CPU artifact.
+  std::string cudaDevice() const;
   /// The packed weights the step library reads (its weights section).
   std::string_view weights() const { return weightBytes; }
   TokenizerSpec tokenizerSpec() const;
@@ -174,6 +183,8 @@ private:
   };
   std::unique_ptr<void, FreeDeleter> arena; ///< aligned_alloc'd
   std::unique_ptr<PagedKVCache> cache;
+  /// The device a CUDA library's steps run on (null for a CPU library).
+  std::unique_ptr<cuda::CudaStepRunner> cudaRunner;
   bool profiling = false;
   std::vector<double> callSeconds;
 };

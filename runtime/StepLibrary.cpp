@@ -217,4 +217,8 @@ std::vector<std::string> StepLibrary::callNames() const {
   return names;
 }
 
+void *StepLibrary::symbol(const char *name) const {
+  return handle ? dlsym(handle, name) : nullptr;
+}
+
 } // namespace kiln::runtime

@@ -47,6 +47,8 @@ public:
   /// returned as is.
   int32_t step(const kiln_step_args &args) const { return stepFn(&args); }
   StepFn stepFunction() const { return stepFn; }
+  /// The library's symbol `name`, or null when it has none.
+  void *symbol(const char *name) const;
   /// What the library's kiln_step_abi_version() returned.
   int32_t abiVersion() const { return version; }
 

@@ -39,6 +39,15 @@ def cpu_flags():
 if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= cpu_flags():
     config.available_features.add("cpu-avx512")
 
+# CUDA targets compile with NVRTC, which Kiln links where the CUDA toolkit
+# was found at configure time: tests of CUDA artifacts say `REQUIRES: nvrtc`
+# and are reported unsupported (not run) without it.
+if getattr(config, "kiln_have_nvrtc", "") == "1":
+    config.available_features.add("nvrtc")
+else:
+    lit_config.note("NOT RUN: the CUDA toolkit (NVRTC) was not found when Kiln "
+                    "was configured; tests of CUDA artifacts are unsupported")
+
 # Model fixtures live outside the repository (docs: README, test/unit/TestData.h):
 # $KILN_TEST_MODELS / $KILN_TEST_VOCAB, default ../shared beside the checkout.
 # Tests that need them say `REQUIRES: shared-models`; in CI (CI=true) their

@@ -327,10 +327,16 @@ parseCompileTargets(const std::string &list) {
     llvm::Expected<target::TargetDescription> t = target::parseTarget(spec);
     if (!t)
       throw std::runtime_error("--target: " + llvm::toString(t.takeError()));
-    if (!t->isCpu())
-      throw std::runtime_error("--target " + spec +
-                               ": only CPU targets compile to artifacts yet "
-                               "(the CUDA backend comes later)");
+    if (t->isCuda()) {
+      // A CUDA artifact holds one step library: the GPU's.
+      if (splitTargetList(list).size() > 1)
+        throw std::runtime_error("--target " + list + ": a CUDA target " +
+                                 t->spec() +
+                                 " compiles alone (an artifact runs on "
+                                 "the GPU or on CPUs, not both yet)");
+      targets.push_back(*t);
+      continue;
+    }
     std::vector<std::string> features = codegen::requiredCpuFeatures(*t);
     std::sort(features.begin(), features.end());
     for (const target::TargetDescription &other : targets) {

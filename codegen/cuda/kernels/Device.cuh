@@ -88,6 +88,8 @@ struct MmaC {
 /// Unrolls the next loop (constant trip count): register arrays indexed in
 /// a loop that stays a loop would live in local memory.
 #define KILN_UNROLL _Pragma("unroll")
+/// A constant table the kernels of a module read (rope's frequencies).
+#define KILN_CONSTANT __device__ const
 
 namespace kiln::cuda {
 

@@ -4,7 +4,9 @@
 // Part of Kiln's CUDA kernel library: the host implementation of Device.cuh,
 // included by it when no CUDA compiler is compiling. It runs a kernel's
 // source on the CPU, one thread block at a time, blocks in a random order,
-// each GPU thread a fiber (ucontext) with its own stack:
+// each GPU thread a fiber with its own stack (switched by a few lines of
+// x86-64 assembly below: ucontext's swapcontext makes a system call per
+// switch, which made whole-model emulation 50 times slower):
 //
 //  - a fiber runs until it reaches a block barrier (sync_block), a warp
 //    operation (shfl*, ballot, mma_16x8x16) or its end, then the scheduler
@@ -50,12 +52,51 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <ucontext.h>
 #include <utility>
 #include <vector>
 
+#if !defined(__x86_64__) || !defined(__linux__)
+#error "the CUDA block emulator switches fibers on x86-64 Linux"
+#endif
+
+// kiln_emulator_switch(from, to): saves the callee-saved registers on the
+// current stack and its stack pointer in *from, then continues on the stack
+// `to` (saved the same way, or prepared by Emulator::startFiber), popping
+// its registers and returning into it. Weak: every file that includes this
+// header defines it, and the linker keeps one.
+extern "C" void kiln_emulator_switch(void **from, void *to);
+asm(R"(
+  .text
+  .weak kiln_emulator_switch
+  .type kiln_emulator_switch, @function
+kiln_emulator_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size kiln_emulator_switch, .-kiln_emulator_switch
+)");
+
 #define KILN_DEVICE inline
 #define KILN_UNROLL
+#define KILN_CONSTANT static const
 #define KILN_KERNEL(threads) inline void
 #define KILN_SHARED(T, name, n)                                                \
   T *name = ::kiln::cuda::host::sharedArray<T>(n, #name)
@@ -63,7 +104,7 @@
 /// finds a module's kernels: for runners that treat the emulator as a
 /// device.
 #define KILN_REGISTER_KERNEL(name)                                             \
-  static const bool kiln_registered_##name =                                   \
+  [[maybe_unused]] static const bool kiln_registered_##name =                  \
       ::kiln::cuda::host::registerKernel(#name, name)
 
 namespace kiln::cuda::host {
@@ -88,7 +129,7 @@ public:
   /// and the function that computes all 32 results from all 32 operands.
   using WarpOpFn = void (*)(const void *const *in, void *const *out);
   struct Thread {
-    ucontext_t context;
+    void *stackPointer = nullptr; ///< while switched out
     State state = State::Ready;
     size_t sharedCursor = 0;
     const char *opName = nullptr;
@@ -120,10 +161,12 @@ private:
   };
 
   void runBlock();
+  void startFiber(int lane);
   void yieldToScheduler();
-  bool completeWarpOps();
+  void arrived(int lane);
+  void makeReady(int lane);
   std::string where() const;
-  static void threadEntry();
+  [[noreturn]] static void threadEntry();
 
   Dim3 grid, block;
   int threads;
@@ -131,9 +174,12 @@ private:
   std::mt19937_64 rng;
   const std::function<void()> *kernel = nullptr;
   std::vector<Thread> lanes;
-  std::vector<std::unique_ptr<unsigned char[]>> stacks;
+  std::vector<std::unique_ptr<unsigned char[]>> *stacks = nullptr;
   std::vector<SharedArray> sharedArrays;
-  ucontext_t scheduler;
+  void *scheduler = nullptr; ///< the scheduler's stack while a fiber runs
+  std::vector<int> ready;    ///< lanes that can run
+  std::vector<int> warpWaiting, warpDone;
+  int atBarrier = 0, done = 0;
   int running = -1;
   std::string error;
 };
@@ -214,9 +260,17 @@ inline void Emulator::run(const std::function<void()> &k) {
   currentSlot() = this;
   kernel = &k;
   lanes.resize(threads);
-  stacks.resize(threads);
-  for (auto &stack : stacks)
-    stack.reset(new unsigned char[options.stackBytes]);
+  // Fiber stacks outlive the launch: a step launches a hundred kernels, and
+  // fresh stacks for each cost a system call apiece.
+  static thread_local std::vector<std::unique_ptr<unsigned char[]>> pool;
+  static thread_local size_t pooledBytes = 0;
+  if (pooledBytes != options.stackBytes) {
+    pool.clear();
+    pooledBytes = options.stackBytes;
+  }
+  while (pool.size() < size_t(threads))
+    pool.emplace_back(new unsigned char[options.stackBytes]);
+  stacks = &pool;
   std::vector<Dim3> order;
   for (int z = 0; z < grid.z; ++z)
     for (int y = 0; y < grid.y; ++y)
@@ -239,80 +293,103 @@ inline void Emulator::threadEntry() {
   Emulator &e = current();
   (*e.kernel)();
   e.lanes[e.running].state = State::Done;
-  // uc_link returns to the scheduler.
+  e.yieldToScheduler();
+  __builtin_unreachable(); // a finished fiber is never resumed
+}
+
+/// Prepares lane's stack so that switching to it enters threadEntry as if
+/// called: the saved registers (zero), MXCSR and the x87 control word as
+/// the scheduler's, then threadEntry's address for `ret`, over a fake
+/// return address (so rsp is 8 mod 16 at entry, as after a call).
+inline void Emulator::startFiber(int lane) {
+  auto top =
+      reinterpret_cast<uintptr_t>((*stacks)[lane].get()) + options.stackBytes;
+  auto *sp = reinterpret_cast<uint64_t *>(top & ~uintptr_t(15));
+  *--sp = 0;                                                  // fake return
+  *--sp = reinterpret_cast<uint64_t>(&Emulator::threadEntry); // ret target
+  for (int i = 0; i < 6; ++i)
+    *--sp = 0; // rbp, rbx, r12-r15
+  uint32_t control[2];
+  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(control[0]), "=m"(control[1]));
+  *--sp = uint64_t(control[0]) | uint64_t(control[1] & 0xffff) << 32;
+  lanes[lane].stackPointer = sp;
+}
+
+inline void Emulator::makeReady(int lane) {
+  lanes[lane].state = State::Ready;
+  ready.push_back(lane);
 }
 
 inline void Emulator::runBlock() {
   sharedArrays.clear();
+  int warps = threads / 32;
+  warpWaiting.assign(warps, 0);
+  warpDone.assign(warps, 0);
+  atBarrier = done = 0;
+  ready.clear();
   for (int i = 0; i < threads; ++i) {
-    Thread &t = lanes[i];
-    t = Thread();
-    getcontext(&t.context);
-    t.context.uc_stack.ss_sp = stacks[i].get();
-    t.context.uc_stack.ss_size = options.stackBytes;
-    t.context.uc_link = &scheduler;
-    makecontext(&t.context, &Emulator::threadEntry, 0);
+    lanes[i] = Thread();
+    startFiber(i);
+    ready.push_back(i);
   }
-  std::vector<int> ready;
-  for (;;) {
-    ready.clear();
-    for (int i = 0; i < threads; ++i)
-      if (lanes[i].state == State::Ready)
-        ready.push_back(i);
-    if (!ready.empty()) {
-      running = ready[std::uniform_int_distribution<size_t>(0, ready.size() -
-                                                                   1)(rng)];
-      swapcontext(&scheduler, &lanes[running].context);
-      if (!error.empty())
-        throw std::runtime_error(error);
-      continue;
+  while (done < threads) {
+    if (ready.empty()) {
+      running = -1;
+      throw std::runtime_error(
+          where() + ": no thread can go on: " + std::to_string(done) +
+          " threads exited, " + std::to_string(atBarrier) +
+          " wait at a block barrier, the rest at warp operations that not "
+          "every lane of their warp reaches (a barrier or warp operation "
+          "skipped by some threads)");
     }
-    if (completeWarpOps())
-      continue;
-    int done = 0, atBarrier = 0;
-    for (const Thread &t : lanes) {
-      done += t.state == State::Done;
-      atBarrier += t.state == State::AtBarrier;
-    }
-    if (done == threads)
-      return;
-    if (atBarrier == threads) {
-      for (Thread &t : lanes)
-        t.state = State::Ready;
-      continue;
-    }
-    running = -1;
-    throw std::runtime_error(
-        where() + ": no thread can go on: " + std::to_string(done) +
-        " threads exited, " + std::to_string(atBarrier) +
-        " wait at a block barrier, the rest at warp operations that not "
-        "every lane of their warp reaches (a barrier or warp operation "
-        "skipped by some threads)");
+    size_t pick =
+        std::uniform_int_distribution<size_t>(0, ready.size() - 1)(rng);
+    running = ready[pick];
+    ready[pick] = ready.back();
+    ready.pop_back();
+    kiln_emulator_switch(&scheduler, lanes[running].stackPointer);
+    if (!error.empty())
+      throw std::runtime_error(error);
+    arrived(running);
   }
 }
 
-/// Completes every warp whose 32 lanes all wait at the same operation;
-/// true if any did. A warp some of whose lanes wait at an operation while
-/// others wait elsewhere or exited is diverged: an error.
-inline bool Emulator::completeWarpOps() {
-  bool progressed = false;
-  for (int w = 0; w < threads / 32; ++w) {
-    Thread *warp = &lanes[w * 32];
-    int waiting = 0;
-    for (int l = 0; l < 32; ++l)
-      waiting += warp[l].state == State::AtWarpOp;
-    if (waiting == 0)
-      continue;
+/// Accounts for where `lane` stopped, and releases what it completes: a
+/// warp operation all 32 lanes reached, or the block barrier. A warp whose
+/// lanes wait at different operations, or some at an operation while
+/// others exited, is diverged; a barrier that exited threads never reach
+/// is an error too.
+inline void Emulator::arrived(int lane) {
+  Thread &t = lanes[lane];
+  int w = lane / 32;
+  switch (t.state) {
+  case State::Ready:
+    return; // not reached: a fiber stops at an operation or its end
+  case State::Done:
+    ++done;
+    ++warpDone[w];
+    break;
+  case State::AtBarrier:
+    ++atBarrier;
+    break;
+  case State::AtWarpOp:
+    ++warpWaiting[w];
+    break;
+  }
+  Thread *warp = &lanes[w * 32];
+  if (warpWaiting[w] > 0 && warpWaiting[w] + warpDone[w] == 32) {
     for (int l = 0; l < 32; ++l)
       if (warp[l].state != State::AtWarpOp || warp[l].op != warp[0].op) {
+        int first = 0;
+        while (warp[first].state != State::AtWarpOp)
+          ++first;
         running = w * 32 + l;
         throw std::runtime_error(
-            where() + ": warp " + std::to_string(w) + " diverged: lane 0 " +
-            "waits at " + (warp[0].opName ? warp[0].opName : "?") +
+            where() + ": warp " + std::to_string(w) + " diverged: lane " +
+            std::to_string(first) + " waits at " + warp[first].opName +
             " while lane " + std::to_string(l) + " " +
-            (warp[l].state == State::Done ? "has exited"
-             : warp[l].state == State::AtBarrier
-                 ? "waits at a block barrier"
+            (warp[l].state == State::Done
+                 ? "has exited"
                  : std::string("waits at ") + warp[l].opName));
       }
     const void *in[32];
@@ -322,15 +399,26 @@ inline bool Emulator::completeWarpOps() {
       out[l] = warp[l].out;
     }
     warp[0].op(in, out);
+    warpWaiting[w] = 0;
     for (int l = 0; l < 32; ++l)
-      warp[l].state = State::Ready;
-    progressed = true;
+      makeReady(w * 32 + l);
   }
-  return progressed;
+  if (atBarrier > 0 && atBarrier + done == threads) {
+    if (done > 0) {
+      running = lane;
+      throw std::runtime_error(
+          where() + ": no thread can go on: " + std::to_string(done) +
+          " threads exited, " + std::to_string(atBarrier) +
+          " wait at a block barrier they skipped");
+    }
+    atBarrier = 0;
+    for (int i = 0; i < threads; ++i)
+      makeReady(i);
+  }
 }
 
 inline void Emulator::yieldToScheduler() {
-  swapcontext(&lanes[running].context, &scheduler);
+  kiln_emulator_switch(&lanes[running].stackPointer, scheduler);
 }
 
 inline void Emulator::barrier() {

@@ -98,9 +98,11 @@ KILN_DEVICE void gemv(const Matmul &m) {
     }
     KILN_UNROLL
     for (int r = 0; r < ROWS; ++r) {
+      if (r0 + r >= m.rows)
+        break; // the same in every lane: no shuffle is skipped by some
       float gate = warp_sum(acc[0][r]);
       float up = SWIGLU ? warp_sum(acc[kOuts - 1][r]) : 0.0f;
-      if (lane_index() == 0 && r0 + r < m.rows)
+      if (lane_index() == 0)
         store_output<SWIGLU>(m, r0 + r, col, gate, up);
     }
   }
