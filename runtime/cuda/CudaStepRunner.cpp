@@ -212,8 +212,11 @@ CudaStepRunner::create(const CudaStepInputs &in) {
   try {
     return std::make_unique<GpuRunner>(in);
   } catch (const CudaError &e) {
+    std::string reason = e.what();
+    if (!reason.empty() && reason.back() == '.')
+      reason.pop_back();
     throw ArtifactError(in.artifactPath + " was compiled for a CUDA GPU (" +
-                        in.arch + ") and cannot run here: " + e.what() +
+                        in.arch + ") and cannot run here: " + reason +
                         ". Set " + kCudaEmulateEnv +
                         "=1 to run its kernels in the CPU block emulator "
                         "(slowly), or compile it for a CPU target.");
