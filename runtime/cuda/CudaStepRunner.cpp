@@ -26,6 +26,9 @@ using ErrorFn = const char *(*)(void);
 
 int64_t roundUp(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+/// Steps of at most this many tokens replay as CUDA Graphs.
+constexpr int64_t kGraphMaxTokens = 16;
+
 /// The emulator: the step's kernels, compiled for the host into the step
 /// library, run on the CPU; device addresses are host addresses, so the
 /// step reads the mapped weights, the host KV cache and the caller's
@@ -124,14 +127,23 @@ public:
                                  ": the CUDA step failed with status " +
                                  std::to_string(status) + ": " + lastError);
     };
-    if (graphs) {
+    // Graphs for decode-sized steps, where a hundred launches would cost
+    // more than the work; a prefill chunk launches directly (its launch
+    // cost is small beside its work, and prompt lengths vary without end).
+    if (graphs && args.tokens <= kGraphMaxTokens) {
       // A replay reuses the captured parameters: every address above is
       // fixed for the runner's life (the block tables' buffer is, once
       // sized), so a (tokens, rows) shape is captured once.
+      // A new shape runs once directly first: that resolves its kernels
+      // (cuModuleGetFunction, which a capture must not call) and is
+      // idempotent (the same keys and values appended, the same arena and
+      // logits written), so the replay that follows gives the same result.
       auto key = std::make_pair(args.tokens, args.rows);
       auto it = stepGraphs.find(key);
-      if (it == stepGraphs.end())
+      if (it == stepGraphs.end()) {
+        run();
         it = stepGraphs.emplace(key, CudaGraph::capture(stream, run)).first;
+      }
       it->second.launch(stream);
     } else {
       run();

@@ -10,8 +10,9 @@
 //    architecture, else its PTX, which the driver compiles for it; the
 //    weights, the arena, the KV cache pools and the step's inputs live in
 //    device memory planned once at load; each step uploads its inputs and
-//    block tables, replays the step's launches as a CUDA Graph captured
-//    the first time a (tokens, rows) shape runs, and downloads the logits;
+//    block tables, replays a decode-sized step's launches as a CUDA Graph
+//    captured the first time its (tokens, rows) shape runs (prefill chunks
+//    launch directly), and downloads the logits;
 //  - the block emulator the library carries (kiln_cuda_emulated_launch: the
 //    same kernels compiled for the host), when KILN_CUDA_EMULATE=1: device
 //    addresses are then host addresses, and the step runs on the CPU,
