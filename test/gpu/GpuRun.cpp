@@ -53,9 +53,9 @@ int main(int argc, char **argv) {
     generation.contextLength = int32_t(model->manifest().contextLength);
     generation.sampler.temperature = 0;
     GenerationResult result = generate(
-        tokenizer,
-        [&](const StepBatch &batch) { return model->step(batch); }, prompt,
-        generation, [](const std::string &piece) {
+        tokenizer, [&](const StepBatch &batch) { return model->step(batch); },
+        prompt, generation,
+        [](const std::string &piece) {
           std::fwrite(piece.data(), 1, piece.size(), stdout);
         });
     std::fflush(stdout);
