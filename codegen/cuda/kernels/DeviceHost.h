@@ -66,7 +66,7 @@
 // header defines it, and the linker keeps one.
 extern "C" void kiln_emulator_switch(void **from, void *to);
 asm(R"(
-  .text
+  .pushsection .text
   .weak kiln_emulator_switch
   .type kiln_emulator_switch, @function
 kiln_emulator_switch:
@@ -92,6 +92,7 @@ kiln_emulator_switch:
   popq %rbp
   ret
   .size kiln_emulator_switch, .-kiln_emulator_switch
+  .popsection
 )");
 
 #define KILN_DEVICE inline
