@@ -235,9 +235,9 @@ llvm::Expected<TargetDescription> parseCpuHead(StringRef head,
 llvm::Expected<TargetDescription> parseCudaHead(StringRef arch,
                                                 const SpecError &error) {
   if (arch == "native")
-    return error("cuda:native comes with the CUDA backend; name the "
-                 "architecture: cuda:sm_80, cuda:sm_86, cuda:sm_89 or "
-                 "cuda:sm_90");
+    return error("cuda:native is not supported yet (it would ask the CUDA "
+                 "driver at compile time); name the architecture: "
+                 "cuda:sm_80, cuda:sm_86, cuda:sm_89 or cuda:sm_90");
   const NamedGpu *named = llvm::find_if(
       kNamedGpus, [&](const NamedGpu &g) { return arch == g.arch; });
   if (named == std::end(kNamedGpus))

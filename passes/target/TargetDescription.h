@@ -32,8 +32,8 @@
 // cache sizes from /sys/devices/system/cpu/cpu0/cache and the physical core
 // count from the OS; a cache level sysfs does not report takes the portable
 // default, and the description says so in `notes`. CUDA targets are only
-// chosen by name: `cuda:native` comes with the CUDA backend, which loads the
-// driver to ask the device.
+// chosen by name: `cuda:native`, which would load the driver to ask the
+// device at compile time, is not supported yet.
 //
 // This library uses LLVM Support but not MLIR, so tools and tests can use it
 // without a context.
