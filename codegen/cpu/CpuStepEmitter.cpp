@@ -13,6 +13,8 @@
 
 #include "codegen/StepEmitter.h"
 
+#include "codegen/EmitText.h"
+
 #include "codegen/cpu/KernelLibrary.h"
 #include "ir/KilnDialect.h"
 #include "ir/KilnOps.h"
@@ -39,42 +41,8 @@ StepEmitter::~StepEmitter() = default;
 
 namespace {
 
-/// A float as an exact C++ literal (hexadecimal).
-std::string floatLiteral(float value) {
-  if (std::isinf(value))
-    return value > 0 ? "INFINITY" : "-INFINITY";
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%af", double(value));
-  return buffer;
-}
-
-std::string str(int64_t value) { return std::to_string(value); }
-std::string boolean(bool value) { return value ? "true" : "false"; }
-
-std::string describe(Operation *op) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << op->getName() << " at " << op->getLoc();
-  return text;
-}
-
 [[noreturn]] void unsupported(Operation *op, const std::string &what) {
   throw std::runtime_error("codegen/cpu: " + describe(op) + ": " + what);
-}
-
-std::string typeString(Type type) {
-  std::string text;
-  llvm::raw_string_ostream(text) << type;
-  return text;
-}
-
-/// `items` joined by `separator`.
-std::string join(const std::vector<std::string> &items,
-                 const std::string &separator) {
-  std::string text;
-  for (const std::string &item : items)
-    text += (text.empty() ? "" : separator) + item;
-  return text;
 }
 
 /// An instantiation of a kernel-library template: the family header, the

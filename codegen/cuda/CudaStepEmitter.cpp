@@ -22,6 +22,8 @@
 
 #include "codegen/StepEmitter.h"
 
+#include "codegen/EmitText.h"
+
 #include "codegen/cuda/CudaKernelLibrary.h"
 #include "ir/KilnDialect.h"
 #include "ir/KilnOps.h"
@@ -42,28 +44,6 @@ using namespace mlir;
 
 namespace kiln::codegen {
 namespace {
-
-std::string str(int64_t value) { return std::to_string(value); }
-
-/// A float as an exact C++ literal (hexadecimal).
-std::string floatLiteral(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%af", double(float(value)));
-  return buffer;
-}
-
-std::string describe(Operation *op) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << op->getName() << " at " << op->getLoc();
-  return text;
-}
-
-std::string typeString(Type type) {
-  std::string text;
-  llvm::raw_string_ostream(text) << type;
-  return text;
-}
 
 [[noreturn]] void unsupported(Operation *op, const std::string &what) {
   throw std::runtime_error("codegen/cuda: " + describe(op) + ": " + what);

@@ -50,13 +50,7 @@ KILN_DEVICE void gemm_simt(const Matmul &m) {
   for (int k0 = 0; k0 < k; k0 += BK) {
     for (int e = tid; e < BM * BK; e += kThreads) {
       int r = e / BK, kk = e % BK;
-      float v = 0.0f;
-      if (row0 + r < m.rows && k0 + kk < k) {
-        v = m.x[i64(row0 + r) * k + k0 + kk];
-        if (NORM)
-          v = m.normWeight[k0 + kk] * (scales[r] * v);
-      }
-      xs[kk * XLD + r] = v;
+      xs[kk * XLD + r] = staged_x<NORM>(m, scales, row0, r, k0 + kk);
     }
     for (int o = 0; o < kOuts; ++o) {
       // A select, not an array of the two pointers: an array indexed in a

@@ -53,13 +53,8 @@ KILN_DEVICE void gemm_mma(const Matmul &m) {
   for (int k0 = 0; k0 < k; k0 += BK) {
     for (int e = tid; e < BM * BK; e += kThreads) {
       int r = e / BK, kk = e % BK;
-      float v = 0.0f;
-      if (row0 + r < m.rows && k0 + kk < k) {
-        v = m.x[i64(row0 + r) * k + k0 + kk];
-        if (NORM)
-          v = m.normWeight[k0 + kk] * (scales[r] * v);
-      }
-      xs[r * LD + kk] = to_bits(v, W{});
+      xs[r * LD + kk] =
+          to_bits(staged_x<NORM>(m, scales, row0, r, k0 + kk), W{});
     }
     // w: BN rows of BK elements, 8 to a 16-byte chunk.
     for (int o = 0; o < kOuts; ++o)

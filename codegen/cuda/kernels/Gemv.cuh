@@ -83,7 +83,8 @@ KILN_DEVICE void gemv(const Matmul &m) {
       for (int i = lane_index(); i < k; i += kWarpSize) {
         float wi[kOuts];
         wi[0] = load_float(wGate + i);
-        wi[kOuts - 1] = load_float(wUp + i);
+        if (SWIGLU)
+          wi[kOuts - 1] = load_float(wUp + i);
         KILN_UNROLL
         for (int r = 0; r < ROWS; ++r) {
           if (r0 + r >= m.rows)

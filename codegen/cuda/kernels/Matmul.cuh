@@ -58,6 +58,18 @@ KILN_DEVICE void block_rms_scales(float *scales, const Matmul &m, int row0,
   }
 }
 
+/// Element (row0 + r, c) of x as a GEMM stages it: after the rms_norm
+/// prologue when NORM (`scales` holding rows row0... of block_rms_scales),
+/// zero outside x.
+template <bool NORM>
+KILN_DEVICE float staged_x(const Matmul &m, const float *scales, int row0,
+                           int r, int c) {
+  if (row0 + r >= m.rows || c >= m.k)
+    return 0.0f;
+  float v = m.x[i64(row0 + r) * m.k + c];
+  return NORM ? m.normWeight[c] * (scales[r] * v) : v;
+}
+
 /// Writes one output element: the epilogue.
 template <bool SWIGLU>
 KILN_DEVICE void store_output(const Matmul &m, int r, int c, float gate,
