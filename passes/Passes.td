@@ -232,7 +232,10 @@ def TileOps : Pass<"kiln-tile", "::mlir::ModuleOp"> {
     Option<"prefillTokens", "prefill-tokens", "int64_t", /*default=*/"512",
            "Token count prefill tiles are planned for">,
     Option<"tuningFile", "tuning-file", "std::string", /*default=*/"\"\"",
-           "Tile overrides by op kind and shape (docs/passes/tiling.md)">
+           "Tile overrides by op kind and shape (docs/passes/tiling.md)">,
+    Option<"weightType", "weight-type", "std::string", /*default=*/"\"\"",
+           "The type GEMM weights are packed as (f32, f16, bf16, as kiln "
+           "compile --dtype); empty: each weight's own type">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

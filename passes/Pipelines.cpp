@@ -48,6 +48,7 @@ void addKilnPipeline(mlir::OpPassManager &pm,
   tiling.targetSpec = options.target;
   tiling.prefillTokens = options.maxTokens;
   tiling.tuningFile = options.tuningFile;
+  tiling.weightType = options.weightType;
   pm.addPass(createTileOps(tiling));
   PlanMemoryOptions memory;
   memory.maxTokens = options.maxTokens;

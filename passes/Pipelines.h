@@ -34,6 +34,11 @@ struct KilnPipelineOptions : mlir::PassPipelineOptions<KilnPipelineOptions> {
       *this, "tuning-file",
       llvm::cl::desc("Tile overrides (docs/passes/tiling.md)"),
       llvm::cl::init("")};
+  Option<std::string> weightType{
+      *this, "weight-type",
+      llvm::cl::desc("The type GEMM weights are packed as (f32, f16, bf16; "
+                     "kiln compile --dtype); empty: each weight's own type"),
+      llvm::cl::init("")};
   Option<std::string> fusionRules{
       *this, "fusion-rules",
       llvm::cl::desc("User fusion rules (.pdll or PDL .mlir) applied after "

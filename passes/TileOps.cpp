@@ -189,26 +189,19 @@ TileChoice chooseGemm(const target::CpuTarget &cpu, int64_t n, int64_t k,
 
 /// Attention tiles (flash-attention style, online softmax): kv cached
 /// positions per block so one block of keys and one of values (kv x d each)
-/// fill half of L1. Prefill takes q query rows per block:
-///  - CPU: 64 (the generated kernel's limit), at most prefill-tokens. The
-///    kernel transposes each key block once per q rows and takes the rows
-///    through it in register groups, streaming their queries and outputs
-///    from L2, so only the key block must stay in L1 and more rows amortize
-///    its transposition (bench/NOTES.md v3 compares it with the L1 rule);
-///  - CUDA (shared memory in the role of L1): the q x d queries, the q x d
-///    fp32 accumulator and the q x kv scores fill the other half.
-/// Jobs of (q rows, head) on threads, then kv blocks. Decode has q = 1.
+/// fill half of L1. Prefill takes q query rows per block: 64 (the
+/// generated kernel's limit), at most prefill-tokens. The kernel transposes
+/// each key block once per q rows and takes the rows through it in register
+/// groups, streaming their queries and outputs from L2, so only the key
+/// block must stay in L1 and more rows amortize its transposition
+/// (bench/NOTES.md v3 compares it with the L1 rule). Jobs of (q rows, head)
+/// on threads, then kv blocks. Decode has q = 1.
 TileChoice chooseAttention(const target::CpuTarget &cpu, int64_t headDim,
-                           Type kvType, int64_t prefillTokens,
-                           bool queryRowsStream) {
+                           Type kvType, int64_t prefillTokens) {
   int64_t v = cpu.vectorFloats();
   int64_t kv = roundDownAtLeast(
       cpu.l1dBytes / 2 / (2 * weightBytes(kvType, headDim)), v);
-  int64_t q =
-      queryRowsStream
-          ? std::clamp<int64_t>(prefillTokens, 1, 64)
-          : std::clamp<int64_t>(cpu.l1dBytes / 2 / (8 * headDim + 4 * kv), 1,
-                                prefillTokens);
+  int64_t q = std::clamp<int64_t>(prefillTokens, 1, 64);
   TileChoice choice;
   choice.kind = "attention";
   choice.prefillFrom = 2;
@@ -236,29 +229,98 @@ TileChoice chooseRows(const target::CpuTarget &cpu, int64_t width,
 // CUDA choices
 //===----------------------------------------------------------------------===//
 
-/// CUDA GEMM tiles: a thread block computes an m x n tile with 8 x 8
-/// accumulators per thread (64 of the 255 registers); k is what double-
-/// buffered (m + n) x k fp32 tiles leave of the shared memory, in multiples
-/// of 32. Decode: one row, n split across the SMs, k as prefill (batch
-/// invariance).
+/// Whether GEMMs with `weightType` weights run on the tensor cores (mma with
+/// 16-bit operands, GemmMma.cuh) rather than the CUDA cores in f32
+/// (Gemm.cuh).
+bool usesTensorCores(Type weightType) {
+  return weightType.isF16() || weightType.isBF16();
+}
+
+/// CUDA GEMM tiles for y[M, N] = x[M, K] · W[N, K]ᵀ over `panels` weights
+/// (codegen/cuda/kernels/, docs/passes/tiling.md):
+///  - prefill on the tensor cores (f16/bf16 weights): a block computes
+///    m x n of y, each warp mr x nr of it as mma.m16n8k16 tiles with f32
+///    accumulators: panels·mr·nr/32 registers per thread, held to 64 (mr
+///    halves for swiglu's two weights) so a 256-thread block keeps two
+///    blocks per SM under __launch_bounds__ without spilling. k steps of 32
+///    or 64 16-bit elements are staged in shared memory, rows padded by 8
+///    elements (conflict-free fragment loads for both).
+///  - prefill on the CUDA cores (f32): each thread computes an mr x nr
+///    micro-tile, 256 threads a block, k steps of 16 floats. 8 x 8
+///    micro-tiles spill on sm_80 under the launch bounds, so 32
+///    accumulators at most: 128 x 64 or 64 x 64 blocks.
+///  - m x n is the largest candidate (tensor cores: 128 x 128, 128 x 64,
+///    64 x 128, 64 x 64; n halved for swiglu) whose blocks over
+///    prefill_tokens rows cover every SM at least once; when none does, the
+///    smallest (the most blocks).
+///    Larger tiles read each staged element more times; a GPU with idle SMs
+///    reads nothing.
+///  - decode (fewer rows than prefill_from = 16, one mma tile's height): the
+///    GEMV of Gemv.cuh, a warp per output column streaming its weight row
+///    once for groups of m = 4 rows, n = 4 warps (columns) per block;
+///    mr = 1, and nr is prefill's (one packed layout; the weights are
+///    row-major whatever nr is).
+/// Every tile size computes a row's sums in the same order (k in order, in
+/// steps of 16 on the tensor cores), so m and n never change a result.
 TileChoice chooseGemmCuda(const target::CudaTarget &gpu, int64_t n, int64_t k,
-                          int64_t panels, int64_t prefillTokens) {
-  int64_t m = std::min<int64_t>(64, roundUp(prefillTokens, 8));
-  int64_t nb = std::min<int64_t>(128 / panels, roundUp(n, 8));
-  int64_t kc = std::min(k, roundDownAtLeast(gpu.sharedMemPerBlockBytes / 2 /
-                                                ((m + panels * nb) * 4),
-                                            32));
+                          Type weightType, int64_t panels,
+                          int64_t prefillTokens) {
+  bool mma = usesTensorCores(weightType);
+  int64_t sms = std::max<int64_t>(gpu.smCount, 1);
+  int64_t bm = 64, bn = 64 / panels;
+  using Tile = std::pair<int64_t, int64_t>;
+  const Tile mmaTiles[] = {{128, 128}, {128, 64}, {64, 128}, {64, 64}};
+  const Tile simtTiles[] = {{128, 64}, {64, 64}};
+  for (auto [m, nb] :
+       mma ? llvm::ArrayRef<Tile>(mmaTiles) : llvm::ArrayRef<Tile>(simtTiles)) {
+    nb /= panels;
+    if (ceilDiv(prefillTokens, m) * ceilDiv(n, nb) >= sms) {
+      bm = m;
+      bn = nb;
+      break;
+    }
+  }
+  int64_t kc, mr, nr;
+  if (mma) {
+    // Warp tiles of 64 x 32 (32 x 32 for swiglu); a 64-row block's warps
+    // take 32 rows each, so it still has two rows of warps.
+    nr = 32;
+    mr = std::min<int64_t>(bm / 2, 64 / panels);
+    kc = k >= 64 ? 64 : 32;
+  } else {
+    // 256 threads as a 16 x 16 grid of micro-tiles.
+    mr = bm / 16;
+    nr = bn / 16;
+    kc = 16;
+  }
   TileChoice choice;
   choice.kind = "gemm";
+  choice.prefillFrom = 16;
+  choice.prefill.sizes = {
+      {"m", bm}, {"n", bn}, {"k", kc}, {"mr", mr}, {"nr", nr}};
+  // nr as prefill's: the attribute's rule for one packed layout (the GEMV
+  // reads whole rows and ignores it).
+  choice.decode.sizes = {{"m", 4}, {"n", 4}, {"k", kc}, {"mr", 1}, {"nr", nr}};
+  return choice;
+}
+
+/// CUDA attention (Attention.cuh): a warp per (token, query head), q = 1 in
+/// both phases. Steps of fewer than prefill_from = 8 tokens (decode) have
+/// too few warps to fill the GPU, so they split each token's positions
+/// into chunks of kv positions, merged by attention_combine: kv is chosen
+/// so that one token's heads times splits make 8 warps per SM over the
+/// whole context, and at least 64 positions, whose reads outweigh the
+/// split's partial result. Larger steps run one split per token.
+TileChoice chooseAttentionCuda(const target::CudaTarget &gpu, int64_t heads,
+                               int64_t context) {
+  int64_t splits = ceilDiv(8 * std::max<int64_t>(gpu.smCount, 1),
+                           std::max<int64_t>(heads, 1));
+  int64_t kv = std::max<int64_t>(64, roundUp(ceilDiv(context, splits), 32));
+  TileChoice choice;
+  choice.kind = "attention";
   choice.prefillFrom = 8;
-  choice.prefill.sizes = {{"m", m}, {"n", nb}, {"k", kc}, {"mr", 8}, {"nr", 8}};
-  int64_t nDecode =
-      std::max<int64_t>(8, roundUp(ceilDiv(n, std::max(gpu.smCount, 1u)), 8));
-  choice.decode.sizes = {{"m", 1},
-                         {"n", std::min(nDecode, roundUp(n, 8))},
-                         {"k", kc},
-                         {"mr", 1},
-                         {"nr", 8}};
+  choice.prefill.sizes = {{"q", 1}, {"kv", kv}};
+  choice.decode.sizes = {{"q", 1}, {"kv", kv}};
   return choice;
 }
 
@@ -339,6 +401,18 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
     }
 
     Builder b(&getContext());
+    if (weightType == "f32")
+      packedWeightType = b.getF32Type();
+    else if (weightType == "f16")
+      packedWeightType = b.getF16Type();
+    else if (weightType == "bf16")
+      packedWeightType = b.getBF16Type();
+    else if (!weightType.empty()) {
+      module.emitError() << "kiln-tile: weight-type must be f32, f16 or bf16 "
+                            "(or empty: each weight's own type), not '"
+                         << weightType << "'";
+      return signalPassFailure();
+    }
     module->setAttr(kTargetAttrName, b.getStringAttr(target->spec()));
     bool ok = true;
     module.walk([&](Operation *op) {
@@ -366,10 +440,13 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
         }
         source += "; tuning file " + entry.location;
       }
-      // A GEMM switches to its prefill tiles once a full register block of
-      // rows is there (below that the streaming GEMV wins).
-      if (tiles.kind == "gemm")
+      // A CPU GEMM switches to its prefill tiles once a full register block
+      // of rows is there (below that the streaming GEMV wins). A CUDA GEMM's
+      // switch is its rule's (one mma tile's height).
+      if (tiles.kind == "gemm" && target->isCpu())
         tiles.prefillFrom = tiles.prefill.get("mr");
+      if (tiles.kind == "gemm" && target->isCuda())
+        tiles.decode.set("nr", tiles.prefill.get("nr"));
       // Compiled attention loads key positions in vectors (kernels/
       // Attention.h), so a tuned kv must stay whole vectors.
       if (tiles.kind == "attention" && target->isCpu() &&
@@ -393,6 +470,10 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
       signalPassFailure();
   }
 
+  /// What every GEMM weight is packed as (weight-type), or null: each
+  /// weight's own element type.
+  Type packedWeightType;
+
   /// The choice for `op`, if it is a compute op with the static shapes
   /// tiling needs.
   std::optional<std::pair<OpKey, TileChoice>>
@@ -405,11 +486,12 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
       OpKey key{kind, {}};
       key.shape["n"] = n;
       key.shape["k"] = k;
+      Type stored = packedWeightType ? packedWeightType : type.getElementType();
       TileChoice choice =
           target.isCpu()
-              ? chooseGemm(target.cpu(), n, k, type.getElementType(), panels,
-                           prefillTokens)
-              : chooseGemmCuda(target.cuda(), n, k, panels, prefillTokens);
+              ? chooseGemm(target.cpu(), n, k, stored, panels, prefillTokens)
+              : chooseGemmCuda(target.cuda(), n, k, stored, panels,
+                               prefillTokens);
       return std::make_pair(std::move(key), std::move(choice));
     };
     return llvm::TypeSwitch<Operation *,
@@ -425,19 +507,27 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
               key.shape["heads"] = query.getDimSize(1);
               key.shape["kv_heads"] = cache.getNumKvHeads();
               key.shape["head_dim"] = cache.getHeadDim();
-              target::CpuTarget cpu =
-                  target.isCpu() ? target.cpu() : cudaAsCpu(target.cuda());
-              TileChoice choice = chooseAttention(
-                  cpu, cache.getHeadDim(), cache.getElementType(),
-                  prefillTokens, target.isCpu());
+              auto context = o->getParentOfType<func::FuncOp>()
+                                 ? o->getParentOfType<func::FuncOp>()
+                                       ->getAttrOfType<IntegerAttr>(
+                                           KilnDialect::kContextLengthAttrName)
+                                 : IntegerAttr();
+              if (target.isCuda())
+                return std::make_pair(
+                    std::move(key),
+                    chooseAttentionCuda(target.cuda(), query.getDimSize(1),
+                                        context ? context.getInt()
+                                                : prefillTokens));
+              const target::CpuTarget &cpu = target.cpu();
+              TileChoice choice =
+                  chooseAttention(cpu, cache.getHeadDim(),
+                                  cache.getElementType(), prefillTokens);
               // No block longer than the context the model declares.
-              if (auto func = o->getParentOfType<func::FuncOp>())
-                if (auto context = func->getAttrOfType<IntegerAttr>(
-                        KilnDialect::kContextLengthAttrName)) {
-                  int64_t cap = roundUp(context.getInt(), cpu.vectorFloats());
-                  for (Tiles *t : {&choice.decode, &choice.prefill})
-                    t->set("kv", std::min(t->get("kv"), cap));
-                }
+              if (context) {
+                int64_t cap = roundUp(context.getInt(), cpu.vectorFloats());
+                for (Tiles *t : {&choice.decode, &choice.prefill})
+                  t->set("kv", std::min(t->get("kv"), cap));
+              }
               return std::make_pair(std::move(key), std::move(choice));
             })
         .Case<RmsNormOp, LayerNormOp>(
@@ -456,7 +546,7 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
   }
 
   /// For ops whose CUDA tiling is the CPU rule over a block's shared memory
-  /// (attention, rows): the GPU seen as one "core" per SM with shared memory
+  /// (rows): the GPU seen as one "core" per SM with shared memory
   /// as its L1.
   static target::CpuTarget cudaAsCpu(const target::CudaTarget &gpu) {
     target::CpuTarget cpu;

@@ -12,9 +12,12 @@
 //    memory plan and the offsets of the packed weights, each launch's grid
 //    computed from the step's token count.
 //
-// Matrix products have two instances: a GEMV for steps of fewer rows than
-// the op's tiles' prefill_from (decode), a shared-memory GEMM above (f32 on
-// the CUDA cores, f16/bf16 on the tensor cores). Weights are packed
+// Matrix products have two instances, with the op's tiles (kiln.tiles,
+// passes/TileOps.cpp): a GEMV for steps of fewer rows than the tiles'
+// prefill_from (decode), a shared-memory GEMM above (f32 on the CUDA cores,
+// f16/bf16 on the tensor cores). Attention splits each token's positions
+// along keys in steps below its prefill_from, merging the splits with a
+// second kernel. Weights are packed
 // row-major ([n, k], one-row panels) as f32, f16 or bf16; quantized weights
 // are refused with a clear message (widen them with --dtype).
 //
@@ -63,6 +66,14 @@ std::string elementName(PackedType type) {
   }
 }
 
+/// A matrix product's kernels' tiles: the prefill GEMM's block tile m x n,
+/// k step and warp (mma) or thread (f32) tile mr x nr; the decode GEMV's
+/// rows per pass over the weights and columns (warps) per block.
+struct GemmTiles {
+  int64_t m, n, k, mr, nr, threads;
+  int64_t decodeRows, decodeColumns, decodeThreads, prefillFrom;
+};
+
 /// One kernel of kernels.cu: its entry points' text and the ops it serves.
 struct Kernel {
   std::string name;
@@ -92,6 +103,7 @@ private:
   std::string weightAddress(Value weight, PackedType type);
   std::string plainAddress(Value weight);
   PackedType gemmType(Operation *op, Value weight, Value up);
+  GemmTiles gemmTiles(Operation *op, PackedType type, int64_t panels);
 
   void emitGemm(Operation *op);
   void emitEmbedding(EmbeddingOp op);
@@ -111,6 +123,8 @@ private:
   Value logits;
   std::vector<Kernel> kernels;
   llvm::StringMap<size_t> kernelByText;
+  /// Attention's partial results, after the memory plan's buffers.
+  int64_t scratchOffset = 0, scratchBytes = 0;
   std::string launches;
   int64_t launchCount = 0;
 };
@@ -243,6 +257,69 @@ PackedType CudaStepEmitter::gemmType(Operation *op, Value weight, Value up) {
   return type;
 }
 
+/// A matrix product's tiles (kiln.tiles, passes/TileOps.cpp) as the
+/// kernels take them, checked against what each kernel can run: a tuning
+/// file may set any positive size.
+GemmTiles CudaStepEmitter::gemmTiles(Operation *op, PackedType type,
+                                     int64_t panels) {
+  auto size = [&](StringRef phase, StringRef name) {
+    std::optional<int64_t> value = getTileSize(op, phase, name);
+    if (!value)
+      unsupported(op, "no kiln.tiles (run --kiln-pipeline before code "
+                      "generation)");
+    return *value;
+  };
+  GemmTiles t;
+  t.m = size("prefill", "m");
+  t.n = size("prefill", "n");
+  t.k = size("prefill", "k");
+  t.mr = size("prefill", "mr");
+  t.nr = size("prefill", "nr");
+  t.decodeRows = size("decode", "m");
+  t.decodeColumns = size("decode", "n");
+  t.prefillFrom = *getPrefillFrom(op);
+  t.decodeThreads = 32 * t.decodeColumns;
+  auto refuse = [&](const std::string &why) {
+    unsupported(op, "prefill tiles m = " + str(t.m) + ", n = " + str(t.n) +
+                        ", k = " + str(t.k) + ", mr = " + str(t.mr) +
+                        ", nr = " + str(t.nr) + ": " + why);
+  };
+  if (t.m % t.mr || t.n % t.nr)
+    refuse("mr and nr must divide m and n");
+  int64_t sharedBytes;
+  if (type == PackedType::F32) {
+    t.threads = (t.m / t.mr) * (t.n / t.nr);
+    if (panels * t.mr * t.nr > 64)
+      refuse("a thread holds panels * mr * nr accumulators, at most 64 "
+             "(registers)");
+    sharedBytes = 4 * (t.k * (t.m + 4) + panels * t.k * (t.n + 4) + t.m);
+  } else {
+    t.threads = 32 * (t.m / t.mr) * (t.n / t.nr);
+    if (t.mr % 16 || t.nr % 8)
+      refuse("a warp's tile is whole mma tiles: mr a multiple of 16, nr of "
+             "8");
+    if (t.k != 32 && t.k != 64)
+      refuse("k steps are 32 or 64 elements (the padded shared-memory rows "
+             "are conflict-free for those)");
+    if (panels * t.mr * t.nr / 32 > 64)
+      refuse("a thread holds panels * mr * nr / 32 accumulators, at most 64 "
+             "(registers)");
+    sharedBytes = 2 * (t.m + panels * t.n) * (t.k + 8) + 4 * t.m;
+  }
+  if (t.threads > 1024 || t.threads % 32)
+    refuse("a block of " + str(t.threads) +
+           " threads (whole warps, at most 1024)");
+  if (sharedBytes > 48 * 1024)
+    refuse(str(sharedBytes) +
+           " bytes of shared memory, more than a block's static 48 KiB");
+  if (t.decodeRows < 1 || t.decodeRows > 8 || t.decodeColumns > 32)
+    unsupported(op, "decode tiles m = " + str(t.decodeRows) +
+                        ", n = " + str(t.decodeColumns) +
+                        ": the GEMV takes 1 to 8 rows per pass and at most 32 "
+                        "warps (columns) per block");
+  return t;
+}
+
 void CudaStepEmitter::emitGemm(Operation *op) {
   Value input, weight, up, residual, normWeight;
   double epsilon = 0;
@@ -275,29 +352,33 @@ void CudaStepEmitter::emitGemm(Operation *op) {
   std::string w = elementName(type);
   std::string form = std::string(normWeight ? "true" : "false") + ", " +
                      (up ? "true" : "false");
-  std::string prefill = type == PackedType::F32
-                            ? "gemm_simt<64, 64, 16, 4, 4, " + form + ">(m)"
-                            : "gemm_mma<" + w + ", " + form + ">(m)";
-  int prefillThreads = type == PackedType::F32 ? 256 : 128;
-  std::string text = "KILN_KERNEL(128) NAME_decode(Matmul m) {\n  gemv<" + w +
-                     ", 4, " + form +
-                     ">(m);\n}\nKILN_REGISTER_KERNEL(NAME_decode);\n"
-                     "KILN_KERNEL(" +
-                     str(prefillThreads) + ") NAME_prefill(Matmul m) {\n  " +
-                     prefill + ";\n}\nKILN_REGISTER_KERNEL(NAME_prefill);\n";
+  GemmTiles t = gemmTiles(op, type, up ? 2 : 1);
+  std::string prefill =
+      type == PackedType::F32
+          ? "gemm_simt<" + str(t.m) + ", " + str(t.n) + ", " + str(t.k) + ", " +
+                str(t.mr) + ", " + str(t.nr) + ", " + form + ">(m)"
+          : "gemm_mma<" + w + ", " + str(t.m) + ", " + str(t.n) + ", " +
+                str(t.k) + ", " + str(t.mr) + ", " + str(t.nr) + ", " + form +
+                ">(m)";
+  std::string text =
+      "KILN_KERNEL(" + str(t.decodeThreads) +
+      ") NAME_decode(Matmul m) {\n  gemv<" + w + ", " + str(t.decodeRows) +
+      ", " + form +
+      ">(m);\n}\nKILN_REGISTER_KERNEL(NAME_decode);\nKILN_KERNEL(" +
+      str(t.threads) + ") NAME_prefill(Matmul m) {\n  " + prefill +
+      ";\n}\nKILN_REGISTER_KERNEL(NAME_prefill);\n";
   std::string kind = isa<SwigluOp>(op) ? "swiglu" : "matmul";
-  std::string details = "weight " + typeString(weightType) + " as " +
-                        packedTypeName(type).str() +
-                        (normWeight ? ", rms_norm prologue" : "") +
-                        (residual ? ", residual" : "") + (up ? ", swiglu" : "");
+  std::string details =
+      "weight " + typeString(weightType) + " as " + packedTypeName(type).str() +
+      (normWeight ? ", rms_norm prologue" : "") +
+      (residual ? ", residual" : "") + (up ? ", swiglu" : "") +
+      ".\n//   Decode (below " + str(t.prefillFrom) + " rows): GEMV, " +
+      str(t.decodeColumns) + " columns per block, " + str(t.decodeRows) +
+      " rows per pass. Prefill: " + str(t.m) + " x " + str(t.n) +
+      " tiles, k steps of " + str(t.k) + ", " + str(t.mr) + " x " + str(t.nr) +
+      (type == PackedType::F32 ? " per thread." : " per warp.");
   std::string name = useKernel(kind, text, op, details);
 
-  // Below the tiles' prefill_from rows, the GEMV (decode's shape).
-  std::optional<int64_t> from = getPrefillFrom(op);
-  if (!from)
-    unsupported(op, "no kiln.tiles (run --kiln-pipeline before code "
-                    "generation)");
-  int64_t prefillFrom = *from;
   std::string r = rows(input, op);
   std::string upAddress = up ? weightAddress(up, type) : "nullptr";
   launch(op, "{\n    Matmul m{" + pointer(op->getResult(0), op) + ", " +
@@ -306,12 +387,14 @@ void CudaStepEmitter::emitGemm(Operation *op) {
                  (normWeight ? plainAddress(normWeight) : "nullptr") + ", " +
                  (residual ? pointer(residual, op) : "nullptr") + ", " +
                  floatLiteral(epsilon) + ", int(" + r + "), " + str(n) + ", " +
-                 str(k) + "};\n    if (" + r + " < " + str(prefillFrom) +
+                 str(k) + "};\n    if (" + r + " < " + str(t.prefillFrom) +
                  ") {\n      KILN_LAUNCH(\"" + name + "_decode\", blocks(" +
-                 str(n) +
-                 ", 4), 1, 128, m);\n    } else {\n      KILN_LAUNCH(\"" +
-                 name + "_prefill\", blocks(" + str(n) + ", 64), blocks(" + r +
-                 ", 64), " + str(prefillThreads) + ", m);\n    }\n  }");
+                 str(n) + ", " + str(t.decodeColumns) + "), 1, " +
+                 str(t.decodeThreads) +
+                 ", m);\n    } else {\n      KILN_LAUNCH(\"" + name +
+                 "_prefill\", blocks(" + str(n) + ", " + str(t.n) +
+                 "), blocks(" + r + ", " + str(t.m) + "), " + str(t.threads) +
+                 ", m);\n    }\n  }");
 }
 
 void CudaStepEmitter::emitEmbedding(EmbeddingOp op) {
@@ -421,18 +504,53 @@ void CudaStepEmitter::emitAttention(AttentionOp op) {
       op, "query " + typeString(query) + ", cache as " + e);
   std::string r = rows(op.getQuery(), op);
   int64_t window = op.getWindow() ? int64_t(*op.getWindow()) : 0;
-  // One split: the keys of a token in one warp (splitting long contexts
-  // along keys, with attention_combine, is the kernel's; the step does not
-  // use it yet).
-  launch(op, "KILN_LAUNCH(\"" + name + "\", blocks(" + r + " * " + str(heads) +
-                 ", 4), 1, 128, " + pointer(op.getResult(), op) +
-                 ", (float *)nullptr, (const float *)" +
-                 pointer(op.getQuery(), op) + ", cache, " +
-                 pointer(op.getPositions(), op) + ", " +
-                 pointer(op.getSeqIds(), op) + ", AttentionShape{int(" + r +
-                 "), " + str(heads) + ", " + str(cache.getNumKvHeads()) + ", " +
-                 str(op.getLayer()) + ", " + str(window) + ", " +
-                 floatLiteral(op.getScale().convertToDouble()) + "});");
+  std::string out = pointer(op.getResult(), op);
+  std::string arguments = ", (const float *)" + pointer(op.getQuery(), op) +
+                          ", cache, " + pointer(op.getPositions(), op) + ", " +
+                          pointer(op.getSeqIds(), op) +
+                          ", AttentionShape{int(" + r + "), " + str(heads) +
+                          ", " + str(cache.getNumKvHeads()) + ", " +
+                          str(op.getLayer()) + ", " + str(window) + ", " +
+                          floatLiteral(op.getScale().convertToDouble()) + "});";
+  std::string oneSplit = "KILN_LAUNCH(\"" + name + "\", blocks(" + r + " * " +
+                         str(heads) + ", 4), 1, 128, " + out +
+                         ", (float *)nullptr" + arguments;
+  // Steps below the tiles' prefill_from split each token's positions in
+  // chunks of the decode kv (passes/TileOps.cpp), as many as the context
+  // needs, their partial results in the scratch after the memory plan.
+  std::optional<int64_t> from = getPrefillFrom(op);
+  std::optional<int64_t> kv = getTileSize(op, "decode", "kv");
+  if (!from || !kv)
+    unsupported(op, "no kiln.tiles (run --kiln-pipeline before code "
+                    "generation)");
+  auto func = op->getParentOfType<func::FuncOp>();
+  auto context = func ? func->getAttrOfType<IntegerAttr>(
+                            KilnDialect::kContextLengthAttrName)
+                      : IntegerAttr();
+  int64_t splits = context ? (context.getInt() + *kv - 1) / *kv : 1;
+  if (splits <= 1 || *from <= 1) {
+    launch(op, oneSplit);
+    return;
+  }
+  scratchBytes = std::max(scratchBytes, splits * (*from - 1) * heads * (d + 2) *
+                                            int64_t(sizeof(float)));
+  std::string partials = "(float *)(a->arena + " + str(scratchOffset) + ")";
+  std::string combine = useKernel(
+      "attention_combine",
+      "KILN_KERNEL(256)\nNAME(float *out, const float *partials, int items, "
+      "int splits) {\n  attention_combine<" +
+          str(d) +
+          ">(out, partials, items, splits);\n}\n"
+          "KILN_REGISTER_KERNEL(NAME);\n",
+      op, "merges the splits of attention, head_dim " + str(d));
+  launch(op, "if (" + r + " < " + str(*from) + ") {\n    KILN_LAUNCH(\"" +
+                 name + "\", blocks(" + r + " * " + str(heads) + ", 4), " +
+                 str(splits) + ", 128, " + out + ", " + partials + arguments +
+                 "\n    KILN_LAUNCH(\"" + combine + "\", blocks(" + r + " * " +
+                 str(heads * d) + ", 256), 1, 256, " + out +
+                 ", (const float *)" + partials + ", int(" + r + " * " +
+                 str(heads) + "), " + str(splits) + ");\n  } else {\n    " +
+                 oneSplit + "\n  }");
 }
 
 void CudaStepEmitter::emitGatherRows(GatherRowsOp op) {
@@ -533,6 +651,7 @@ EmittedStep CudaStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
     throw std::runtime_error("codegen: the step function has no memory plan "
                              "(run --kiln-pipeline before code generation)");
   int64_t maxTokens = plan.getMaxTokens();
+  scratchOffset = (plan.getArenaBytes() + 255) / 256 * 256;
 
   Block &body = step.getBody().front();
   static const char *arguments[] = {"a->token_ids", "a->positions",
@@ -597,7 +716,9 @@ EmittedStep CudaStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
           " launches in program order; arena offsets from the memory plan "
           "(max " +
           str(maxTokens) + " tokens, " + str(plan.getArenaBytes()) +
-          " bytes), weight\n// offsets from the packer. Every address is the "
+          " bytes; attention's split scratch " + str(scratchBytes) +
+          " bytes at " + str(scratchOffset) +
+          "), weight\n// offsets from the packer. Every address is the "
           "device's (runtime/CudaStepABI.h).\n\n"
           "#include \"CudaStepABI.h\"\n\n#include \"Attention.cuh\"\n"
           "#include \"Matmul.cuh\"\n\nusing namespace kiln::cuda;\n\n"
@@ -632,7 +753,8 @@ EmittedStep CudaStepEmitter::emit(func::FuncOp step, WeightPacker &packer,
     emitted.headers.push_back({file.name, file.text});
   emitted.headers.push_back(
       {"CudaStepABI.h", codegen::cuda::cudaStepAbiText()});
-  emitted.arenaBytes = plan.getArenaBytes();
+  emitted.arenaBytes =
+      scratchBytes ? scratchOffset + scratchBytes : plan.getArenaBytes();
   emitted.maxTokens = maxTokens;
   return emitted;
 }

@@ -285,6 +285,7 @@ void compileUncached(const CompileOptions &o,
     pipeline.target = target.spec();
     pipeline.maxTokens = o.maxTokens;
     pipeline.tuningFile = o.tuningFile;
+    pipeline.weightType = o.dtype;
     pipeline.fusionRules = o.fusionRules;
     pipeline.fusion = o.fusion;
     addKilnPipeline(pm, pipeline);

@@ -23,12 +23,17 @@
 using namespace kiln::cuda;
 
 // The products (Matmul.cuh) in every fused form: plain (with or without a
-// residual), with the rms_norm prologue, swiglu, and both.
+// residual), with the rms_norm prologue, swiglu, and both; each launchable
+// by name in the emulator.
 #define KILN_MATMUL_FORMS(prefix, threads, call)                               \
   KILN_KERNEL(threads) prefix(Matmul m) { call(false, false); }                \
   KILN_KERNEL(threads) prefix##_norm(Matmul m) { call(true, false); }          \
   KILN_KERNEL(threads) prefix##_swiglu(Matmul m) { call(false, true); }        \
-  KILN_KERNEL(threads) prefix##_norm_swiglu(Matmul m) { call(true, true); }
+  KILN_KERNEL(threads) prefix##_norm_swiglu(Matmul m) { call(true, true); }    \
+  KILN_REGISTER_KERNEL(prefix);                                                \
+  KILN_REGISTER_KERNEL(prefix##_norm);                                         \
+  KILN_REGISTER_KERNEL(prefix##_swiglu);                                       \
+  KILN_REGISTER_KERNEL(prefix##_norm_swiglu);
 
 // Decode GEMV: 4 warps, 4 rows per pass over the weights.
 #define KILN_GEMV_F32(norm, swiglu) gemv<float, 4, norm, swiglu>(m)
@@ -38,13 +43,28 @@ KILN_MATMUL_FORMS(gemv_f32, 128, KILN_GEMV_F32)
 KILN_MATMUL_FORMS(gemv_f16, 128, KILN_GEMV_F16)
 KILN_MATMUL_FORMS(gemv_bf16, 128, KILN_GEMV_BF16)
 
-// Prefill GEMMs: f32 on the CUDA cores, f16/bf16 on the tensor cores.
+// Prefill GEMMs: f32 on the CUDA cores, f16/bf16 on the tensor cores, in
+// the tiles passes/TileOps.cpp chooses for many rows ("large") and for few,
+// swiglu's n halved (its two weights).
 #define KILN_GEMM_F32(norm, swiglu) gemm_simt<64, 64, 16, 4, 4, norm, swiglu>(m)
-#define KILN_GEMM_F16(norm, swiglu) gemm_mma<f16, norm, swiglu>(m)
-#define KILN_GEMM_BF16(norm, swiglu) gemm_mma<bf16, norm, swiglu>(m)
+#define KILN_GEMM_F32_LARGE(norm, swiglu)                                      \
+  gemm_simt<128, (swiglu ? 32 : 64), 16, 8, (swiglu ? 2 : 4), norm, swiglu>(m)
 KILN_MATMUL_FORMS(gemm_f32, 256, KILN_GEMM_F32)
+KILN_MATMUL_FORMS(gemm_f32_large, 256, KILN_GEMM_F32_LARGE)
+#define KILN_GEMM_MMA(W, norm, swiglu)                                         \
+  gemm_mma<W, 64, (swiglu ? 32 : 64), 32, 32, 32, norm, swiglu>(m)
+#define KILN_GEMM_MMA_LARGE(W, norm, swiglu)                                   \
+  gemm_mma<W, 128, (swiglu ? 64 : 128), 64, (swiglu ? 32 : 64), 32, norm,      \
+           swiglu>(m)
+#define KILN_GEMM_F16(norm, swiglu) KILN_GEMM_MMA(f16, norm, swiglu)
+#define KILN_GEMM_BF16(norm, swiglu) KILN_GEMM_MMA(bf16, norm, swiglu)
+#define KILN_GEMM_F16_LARGE(norm, swiglu) KILN_GEMM_MMA_LARGE(f16, norm, swiglu)
+#define KILN_GEMM_BF16_LARGE(norm, swiglu)                                     \
+  KILN_GEMM_MMA_LARGE(bf16, norm, swiglu)
 KILN_MATMUL_FORMS(gemm_mma_f16, 128, KILN_GEMM_F16)
 KILN_MATMUL_FORMS(gemm_mma_bf16, 128, KILN_GEMM_BF16)
+KILN_MATMUL_FORMS(gemm_mma_f16_large, 256, KILN_GEMM_F16_LARGE)
+KILN_MATMUL_FORMS(gemm_mma_bf16_large, 256, KILN_GEMM_BF16_LARGE)
 
 KILN_KERNEL(256)
 rms_norm_256(float *y, const float *x, const float *g, int d, float eps) {
@@ -125,31 +145,8 @@ KILN_ATTENTION_COMBINE(attention_combine_d8, 8)
 KILN_ATTENTION_COMBINE(attention_combine_d64, 64)
 KILN_ATTENTION_COMBINE(attention_combine_d128, 128)
 
-// Launchable by name in the emulator (Device.cuh: nothing on the GPU).
-KILN_REGISTER_KERNEL(gemv_f32);
-KILN_REGISTER_KERNEL(gemv_f32_norm);
-KILN_REGISTER_KERNEL(gemv_f32_swiglu);
-KILN_REGISTER_KERNEL(gemv_f32_norm_swiglu);
-KILN_REGISTER_KERNEL(gemv_f16);
-KILN_REGISTER_KERNEL(gemv_f16_norm);
-KILN_REGISTER_KERNEL(gemv_f16_swiglu);
-KILN_REGISTER_KERNEL(gemv_f16_norm_swiglu);
-KILN_REGISTER_KERNEL(gemv_bf16);
-KILN_REGISTER_KERNEL(gemv_bf16_norm);
-KILN_REGISTER_KERNEL(gemv_bf16_swiglu);
-KILN_REGISTER_KERNEL(gemv_bf16_norm_swiglu);
-KILN_REGISTER_KERNEL(gemm_f32);
-KILN_REGISTER_KERNEL(gemm_f32_norm);
-KILN_REGISTER_KERNEL(gemm_f32_swiglu);
-KILN_REGISTER_KERNEL(gemm_f32_norm_swiglu);
-KILN_REGISTER_KERNEL(gemm_mma_f16);
-KILN_REGISTER_KERNEL(gemm_mma_f16_norm);
-KILN_REGISTER_KERNEL(gemm_mma_f16_swiglu);
-KILN_REGISTER_KERNEL(gemm_mma_f16_norm_swiglu);
-KILN_REGISTER_KERNEL(gemm_mma_bf16);
-KILN_REGISTER_KERNEL(gemm_mma_bf16_norm);
-KILN_REGISTER_KERNEL(gemm_mma_bf16_swiglu);
-KILN_REGISTER_KERNEL(gemm_mma_bf16_norm_swiglu);
+// The other kernels, launchable by name in the emulator (Device.cuh:
+// nothing on the GPU).
 KILN_REGISTER_KERNEL(embedding_f32);
 KILN_REGISTER_KERNEL(embedding_f16);
 KILN_REGISTER_KERNEL(embedding_bf16);

@@ -268,21 +268,39 @@ const MatmulCase kGemmCases[] = {{1, 8, 16, false},
                                  {130, 65, 40, true},
                                  {5, 129, 33, false}};
 
+/// A GEMM instance's tiles (KernelInstances.cuh): block rows, and block
+/// columns and threads for the plain forms and for swiglu's.
+struct GemmTile {
+  int rows, columns, threads, swigluColumns, swigluThreads;
+};
+
 template <class W>
-void testGemm(CudaKernel &test, const char *family, int threads, bool roundX) {
+void testGemm(CudaKernel &test, const char *family, GemmTile tile,
+              bool roundX) {
   for (const MatmulForm &form : kForms)
-    for (const MatmulCase &c : kGemmCases)
+    for (const MatmulCase &c : kGemmCases) {
+      int columns = form.swiglu ? tile.swigluColumns : tile.columns;
       runMatmul<W>(test, family + std::string(form.suffix), form, c,
-                   {blocksFor(c.n, 64), blocksFor(c.rows, 64)}, threads, roundX,
-                   4);
+                   {blocksFor(c.n, columns), blocksFor(c.rows, tile.rows)},
+                   form.swiglu ? tile.swigluThreads : tile.threads, roundX, 4);
+    }
 }
 
-TEST_F(CudaKernel, GemmF32) { testGemm<float>(*this, "gemm_f32", 256, false); }
+const GemmTile kSimtTile{64, 64, 256, 64, 256},
+    kSimtLargeTile{128, 64, 256, 32, 256}, kMmaTile{64, 64, 128, 32, 64},
+    kMmaLargeTile{128, 128, 256, 64, 256};
+
+TEST_F(CudaKernel, GemmF32) {
+  testGemm<float>(*this, "gemm_f32", kSimtTile, false);
+  testGemm<float>(*this, "gemm_f32_large", kSimtLargeTile, false);
+}
 TEST_F(CudaKernel, GemmMmaF16) {
-  testGemm<f16>(*this, "gemm_mma_f16", 128, true);
+  testGemm<f16>(*this, "gemm_mma_f16", kMmaTile, true);
+  testGemm<f16>(*this, "gemm_mma_f16_large", kMmaLargeTile, true);
 }
 TEST_F(CudaKernel, GemmMmaBf16) {
-  testGemm<bf16>(*this, "gemm_mma_bf16", 128, true);
+  testGemm<bf16>(*this, "gemm_mma_bf16", kMmaTile, true);
+  testGemm<bf16>(*this, "gemm_mma_bf16_large", kMmaLargeTile, true);
 }
 
 //===--- Norms, rope, element-wise, embedding, argmax ---------------------===//

@@ -49,6 +49,18 @@ const char *const kKernels[] = {
     "gemm_mma_bf16_norm",
     "gemm_mma_bf16_swiglu",
     "gemm_mma_bf16_norm_swiglu",
+    "gemm_f32_large",
+    "gemm_f32_large_norm",
+    "gemm_f32_large_swiglu",
+    "gemm_f32_large_norm_swiglu",
+    "gemm_mma_f16_large",
+    "gemm_mma_f16_large_norm",
+    "gemm_mma_f16_large_swiglu",
+    "gemm_mma_f16_large_norm_swiglu",
+    "gemm_mma_bf16_large",
+    "gemm_mma_bf16_large_norm",
+    "gemm_mma_bf16_large_swiglu",
+    "gemm_mma_bf16_large_norm_swiglu",
     "rms_norm_256",
     "rope_adjacent",
     "rope_halves",
@@ -138,21 +150,24 @@ TEST_P(NvrtcKernels, PtxUsesTensorCoresAndVectorLoads) {
   const std::regex mmaBf16(
       R"(mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32)");
   const std::regex load16(R"(ld\.global\.nc\.v4\.u32)");
-  for (const char *form : {"", "_norm", "_swiglu", "_norm_swiglu"}) {
-    std::string f16 = std::string("gemm_mma_f16") + form,
-                bf16 = std::string("gemm_mma_bf16") + form;
+  for (std::string form :
+       {"", "_norm", "_swiglu", "_norm_swiglu", "_large", "_large_norm",
+        "_large_swiglu", "_large_norm_swiglu"}) {
+    std::string f16 = "gemm_mma_f16" + form, bf16 = "gemm_mma_bf16" + form;
+    std::string gemvForm = form.substr(form.rfind("_large", 0) == 0 ? 6 : 0);
     EXPECT_TRUE(std::regex_search(entryPtx(result.ptx, f16), mmaF16)) << f16;
     EXPECT_TRUE(std::regex_search(entryPtx(result.ptx, bf16), mmaBf16)) << bf16;
-    for (std::string kernel :
-         {std::string("gemv_f32") + form, std::string("gemv_f16") + form,
-          std::string("gemv_bf16") + form, f16, bf16}) {
+    for (std::string kernel : {"gemv_f32" + gemvForm, "gemv_f16" + gemvForm,
+                               "gemv_bf16" + gemvForm, f16, bf16}) {
       EXPECT_TRUE(std::regex_search(entryPtx(result.ptx, kernel), load16))
           << kernel << " has no 16-byte read-only load";
     }
   }
   // f32 stays f32: no TF32 (or any) tensor-core op in the f32 GEMM.
-  EXPECT_FALSE(std::regex_search(entryPtx(result.ptx, "gemm_f32"),
-                                 std::regex(R"(\bmma\.)")));
+  for (const char *f32 : {"gemm_f32", "gemm_f32_large"})
+    EXPECT_FALSE(
+        std::regex_search(entryPtx(result.ptx, f32), std::regex(R"(\bmma\.)")))
+        << f32;
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, NvrtcKernels,

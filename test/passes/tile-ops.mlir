@@ -2,7 +2,11 @@
 // RUN: kiln-opt %s -split-input-file --kiln-tile=target=avx512 | FileCheck %s --check-prefix=AVX512
 // RUN: kiln-opt %s -split-input-file --kiln-tile=target=portable | FileCheck %s --check-prefix=PORTABLE
 // RUN: kiln-opt %s -split-input-file --kiln-tile=target=cuda:sm_90 | FileCheck %s --check-prefix=SM90
+// RUN: kiln-opt %s -split-input-file --kiln-tile="target=cuda:sm_90 weight-type=bf16" | FileCheck %s --check-prefix=SM90-BF16
 // RUN: kiln-opt %s -split-input-file --kiln-tile="target=avx2,cores=2 prefill-tokens=64" | FileCheck %s --check-prefix=SMALL
+// RUN: not kiln-opt %s -split-input-file --kiln-tile="target=avx2 weight-type=q8_0" 2>&1 | FileCheck %s --check-prefix=BAD-TYPE
+
+// BAD-TYPE: error: kiln-tile: weight-type must be f32, f16 or bf16 (or empty: each weight's own type), not 'q8_0'
 
 // Tiles for several targets and shapes that are not multiples of the tiles
 // (N = 172, K = 100), computed as docs/passes/tiling.md says. Worked example,
@@ -22,8 +26,15 @@
 // AVX512: kiln.matmul {{.*}}decode = <m = 6, n = 64, k = 100, mr = 6, nr = 64>{{.*}}prefill = <m = 516, n = 64, k = 100, mr = 6, nr = 64>{{.*}}prefill_from = 6
 // PORTABLE-LABEL: func @matmul_odd
 // PORTABLE: kiln.matmul {{.*}}prefill = <m = 516, n = 48, k = 100, mr = 6, nr = 8>
+// sm_90 (132 SMs), f32 weights on the CUDA cores: no candidate tile covers
+// the SMs (64 x 64: ceil(512 / 64) * ceil(172 / 64) = 24 blocks), so the
+// smallest, 16 x 16 threads of 4 x 4; decode is the GEMV below 16 rows.
 // SM90-LABEL: func @matmul_odd
-// SM90: kiln.matmul {{.*}}prefill = <m = 64, n = 128, k = 100, mr = 8, nr = 8>
+// SM90: kiln.matmul {{.*}}decode = <m = 4, n = 4, k = 16, mr = 1, nr = 4>, prefill = <m = 64, n = 64, k = 16, mr = 4, nr = 4>, prefill_from = 16
+// bf16 weights (kiln compile --dtype bf16) on the tensor cores: warps of
+// 32 x 32, k steps of 64.
+// SM90-BF16-LABEL: func @matmul_odd
+// SM90-BF16: kiln.matmul {{.*}}prefill = <m = 64, n = 64, k = 64, mr = 32, nr = 32>
 // SMALL-LABEL: func @matmul_odd
 // SMALL: kiln.matmul {{.*}}decode = <m = 6, n = 32, k = 100, mr = 6, {{.*}}prefill = <m = 66, n = 96, k = 100, mr = 6,
 func.func @matmul_odd(%x: tensor<?x100xf32>, %w: tensor<172x100xf32>) -> tensor<?x172xf32> {
@@ -43,6 +54,10 @@ func.func @matmul_odd(%x: tensor<?x100xf32>, %w: tensor<172x100xf32>) -> tensor<
 // AVX512: kiln.swiglu {{.*}}prefill = <m = 516, n = 32, k = 100, mr = 6, nr = 32>
 // PORTABLE-LABEL: func @swiglu_f16
 // PORTABLE: kiln.swiglu {{.*}}prefill = <m = 516, n = 76, k = 100, mr = 6, nr = 4>
+// sm_90: n halves for the two weights (64 x 32, one warp tile of 32 x 32
+// per weight).
+// SM90-LABEL: func @swiglu_f16
+// SM90: kiln.swiglu {{.*}}prefill = <m = 64, n = 32, k = 64, mr = 32, nr = 32>
 func.func @swiglu_f16(%x: tensor<?x100xf32>, %w1: tensor<300x100xf16>, %w3: tensor<300x100xf16>) -> tensor<?x300xf32> {
   %h = kiln.swiglu %x, %w1, %w3 : tensor<?x100xf32>, tensor<300x100xf16> -> tensor<?x300xf32>
   return %h : tensor<?x300xf32>
@@ -57,6 +72,13 @@ func.func @swiglu_f16(%x: tensor<?x100xf32>, %w1: tensor<300x100xf16>, %w3: tens
 // AVX2: kiln.matmul {{.*}}decode = <m = 6, n = 128, k = 2048, mr = 6, nr = 16>{{.*}}prefill = <m = 30, n = 512, k = 2048, mr = 6, nr = 16>
 // AVX512-LABEL: func @matmul_q8_0
 // AVX512: kiln.matmul {{.*}}decode = <{{.*}}k = 4096, {{.*}}prefill = <m = 60, n = 128, k = 4096, mr = 6, nr = 64>
+// sm_90: 128 x 64 tiles give ceil(512 / 128) * (4096 / 64) = 256 blocks,
+// enough for 132 SMs; as bf16 on the tensor cores, 128 x 128 gives 128
+// blocks, too few, so 128 x 64 there too, in warps of 64 x 32.
+// SM90-LABEL: func @matmul_q8_0
+// SM90: kiln.matmul {{.*}}prefill = <m = 128, n = 64, k = 16, mr = 8, nr = 4>
+// SM90-BF16-LABEL: func @matmul_q8_0
+// SM90-BF16: kiln.matmul {{.*}}prefill = <m = 128, n = 64, k = 64, mr = 64, nr = 32>
 func.func @matmul_q8_0(%x: tensor<?x4096xf32>, %w: tensor<4096x4096x!kiln.q8_0>) -> tensor<?x4096xf32> {
   %y = kiln.matmul %x, %w : (tensor<?x4096xf32>, tensor<4096x4096x!kiln.q8_0>) -> tensor<?x4096xf32>
   return %y : tensor<?x4096xf32>
@@ -67,9 +89,11 @@ func.func @matmul_q8_0(%x: tensor<?x4096xf32>, %w: tensor<4096x4096x!kiln.q8_0>)
 // Norms are tiled by rows, attention by query rows and cached positions:
 // avx2 keeps a block of keys and one of values in half of L1,
 // 16 KiB / (2·64·4) = 32 positions; CPU prefill takes q = 64 query rows
-// (the kernel's limit, at most prefill-tokens). sm_90 keeps q queries,
-// accumulators and scores in the other half of 227 KiB of shared memory:
-// kv = 113.5 KiB / 512 -> 224, q = 113.5 KiB / (8·64 + 4·224) = 82.
+// (the kernel's limit, at most prefill-tokens). sm_90 runs a warp per
+// (token, head): q = 1; decode splits a token's positions in chunks of kv so
+// that its 4 heads make 8 warps per SM: 8·132 / 4 = 264 splits of the
+// 512-position context (prefill-tokens, no context here) -> 2 positions,
+// raised to the 64 that outweigh a split's partial result.
 
 // AVX2-LABEL: func @step
 // AVX2: kiln.rms_norm {{.*}}kiln.tiles = #kiln.rows_tiles<decode = <rows = 1>, prefill = <rows = 64>, prefill_from = 2
@@ -77,7 +101,7 @@ func.func @matmul_q8_0(%x: tensor<?x4096xf32>, %w: tensor<4096x4096x!kiln.q8_0>)
 // AVX512-LABEL: func @step
 // AVX512: kiln.attention {{.*}}decode = <q = 1, kv = 48>
 // SM90-LABEL: func @step
-// SM90: kiln.attention {{.*}}prefill = <q = 82, kv = 224>
+// SM90: kiln.attention {{.*}}kiln.tiles = #kiln.attention_tiles<decode = <q = 1, kv = 64>, prefill = <q = 1, kv = 64>, prefill_from = 8
 func.func @step(%ids: tensor<?xi32>, %pos: tensor<?xi32>, %seq: tensor<?xi32>, %rows: tensor<?xi32>,
                 %c: !kiln.kv_cache<layers = 1, kv_heads = 2, head_dim = 64, f32>,
                 %x: tensor<?x64xf32>, %g: tensor<64xf32>, %q: tensor<?x4x64xf32>)
