@@ -63,6 +63,10 @@ const std::vector<CudaLibraryFile> &cudaKernelLibrary() {
           "Sampling.cuh",
 #include "cuda_kernels/Sampling.cuh.inc"
       },
+      {
+          "ReadProbe.cuh",
+#include "cuda_kernels/ReadProbe.cuh.inc"
+      },
   };
   return files;
 }

@@ -2,7 +2,8 @@
 //
 // Part of Kiln's CUDA kernel tests. See KernelRunner.h. KernelInstances.cuh
 // is compiled by NVRTC for the architecture of device 0, as the tests start,
-// and its cubin loaded through the CUDA driver that runtime/cuda opens.
+// from the text built into this binary with the library's headers, and its
+// cubin loaded through the CUDA driver that runtime/cuda opens.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,10 +11,9 @@
 
 #include "codegen/cuda/Nvrtc.h"
 #include "runtime/cuda/CudaObjects.h"
+#include "test/cuda/CompileInstances.h"
 
-#include <fstream>
 #include <map>
-#include <sstream>
 
 namespace kiln::cuda_test {
 namespace {
@@ -21,14 +21,7 @@ namespace {
 namespace rc = kiln::runtime::cuda;
 
 std::string compileInstances(const std::string &arch) {
-  std::ifstream in(KILN_CUDA_INSTANCES);
-  std::stringstream source;
-  source << in.rdbuf();
-  codegen::cuda::NvrtcOptions options;
-  options.arch = arch;
-  options.includeDirs = {KILN_CUDA_KERNELS_DIR};
-  auto result = codegen::cuda::compileWithNvrtc(source.str(),
-                                                "KernelInstances.cuh", options);
+  codegen::cuda::NvrtcResult result = compileKernelInstances(arch);
   return std::string(result.cubin.begin(), result.cubin.end());
 }
 

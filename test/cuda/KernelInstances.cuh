@@ -17,6 +17,7 @@
 #include "KVCache.cuh"
 #include "Matmul.cuh"
 #include "Norms.cuh"
+#include "ReadProbe.cuh"
 #include "Rope.cuh"
 #include "Sampling.cuh"
 
@@ -145,6 +146,10 @@ KILN_ATTENTION_COMBINE(attention_combine_d8, 8)
 KILN_ATTENTION_COMBINE(attention_combine_d64, 64)
 KILN_ATTENTION_COMBINE(attention_combine_d128, 128)
 
+KILN_KERNEL(256) read_probe_256(u32 *out, const void *data, i64 chunks) {
+  read_probe(out, data, chunks);
+}
+
 // The other kernels, launchable by name in the emulator (Device.cuh:
 // nothing on the GPU).
 KILN_REGISTER_KERNEL(embedding_f32);
@@ -169,3 +174,4 @@ KILN_REGISTER_KERNEL(add_f32);
 KILN_REGISTER_KERNEL(gather_rows_f32);
 KILN_REGISTER_KERNEL(copy_columns_f32);
 KILN_REGISTER_KERNEL(argmax_256);
+KILN_REGISTER_KERNEL(read_probe_256);

@@ -461,6 +461,29 @@ TEST_F(CudaKernel, ArgmaxTakesTheLowestIndexOfTheMaximum) {
   }
 }
 
+// The bandwidth probe reads every chunk once: the XOR of its outputs is the
+// XOR of the buffer's words, for grids smaller and larger than the buffer.
+TEST_F(CudaKernel, ReadProbeReadsEveryChunkOnce) {
+  std::mt19937 random(17);
+  std::vector<uint32_t> words(4 * 1000);
+  uint32_t want = 0;
+  for (uint32_t &w : words) {
+    w = uint32_t(random());
+    want ^= w;
+  }
+  uint32_t *data = toDevice(words);
+  for (int blocks : {1, 3, 8}) {
+    int threads = 256, outputs = blocks * threads;
+    uint32_t *out = toDevice(std::vector<uint32_t>(outputs, 0));
+    launch("read_probe_256", {blocks}, threads, 1, out,
+           static_cast<const void *>(data), int64_t(words.size() / 4));
+    uint32_t got = 0;
+    for (uint32_t w : fromDevice(out, outputs))
+      got ^= w;
+    EXPECT_EQ(got, want) << blocks << " blocks";
+  }
+}
+
 //===--- The paged KV cache and attention ---------------------------------===//
 
 // The device's view of the paged cache is the runtime's, field for field.

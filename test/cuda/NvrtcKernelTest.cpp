@@ -12,13 +12,12 @@
 
 #include "codegen/cuda/CubinResources.h"
 #include "codegen/cuda/Nvrtc.h"
+#include "test/cuda/CompileInstances.h"
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 
 namespace cg = kiln::codegen::cuda;
 
@@ -83,6 +82,7 @@ const char *const kKernels[] = {
     "attention_combine_d8",
     "attention_combine_d64",
     "attention_combine_d128",
+    "read_probe_256",
 };
 
 /// Kernels allowed a stack frame, and why: not hot, and the frame is not
@@ -90,13 +90,6 @@ const char *const kKernels[] = {
 /// for angles past 105615 radians, which keeps its table in local memory
 /// and runs only for such angles (long contexts' low frequencies).
 const std::set<std::string> kFrameAllowed = {"rope_adjacent", "rope_halves"};
-
-std::string readFile(const std::string &path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 /// The PTX text of one entry function.
 std::string entryPtx(const std::string &ptx, const std::string &kernel) {
@@ -110,11 +103,7 @@ std::string entryPtx(const std::string &ptx, const std::string &kernel) {
 class NvrtcKernels : public ::testing::TestWithParam<std::string> {
 protected:
   static cg::NvrtcResult compile(const std::string &arch) {
-    cg::NvrtcOptions options;
-    options.arch = arch;
-    options.includeDirs = {KILN_CUDA_KERNELS_DIR};
-    return cg::compileWithNvrtc(readFile(KILN_CUDA_INSTANCES),
-                                "KernelInstances.cuh", options);
+    return kiln::cuda_test::compileKernelInstances(arch);
   }
 };
 
