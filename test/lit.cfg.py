@@ -23,6 +23,7 @@ config.environment.pop("KILN_CPU_FEATURES", None)
 llvm_config.add_tool_substitutions(["kiln-opt", "kiln"], [config.kiln_tools_dir])
 
 config.substitutions.append(("%kiln_src_root", config.kiln_src_root))
+config.substitutions.append(("%kiln_obj_root", config.kiln_obj_root))
 
 # Tests that run code compiled for AVX-512 say `REQUIRES: cpu-avx512`. The
 # kernel's flags list only what the CPU has and the OS enables.
