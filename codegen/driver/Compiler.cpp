@@ -21,6 +21,7 @@
 #include "passes/Pipelines.h"
 #include "runtime/Artifact.h"
 #include "runtime/ChatTemplate.h"
+#include "runtime/cuda/CudaObjects.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
@@ -319,15 +320,55 @@ void compileUncached(const CompileOptions &o,
   codegen::writeArtifact(*modules.front(), libraries, info, output);
 }
 
+/// `cuda:native[,overrides]` as the spec of device 0's architecture and SM
+/// count (asked of the CUDA driver), the overrides kept after them; the
+/// device's description in `device`. Other specs: nullopt.
+std::optional<std::string> resolveCudaNative(const std::string &spec,
+                                             std::string &device) {
+  const std::string head = "cuda:native";
+  if (spec.compare(0, head.size(), head) != 0 ||
+      (spec.size() > head.size() && spec[head.size()] != ','))
+    return std::nullopt;
+  runtime::cuda::CudaDeviceInfo info;
+  try {
+    runtime::cuda::CudaDriver driver;
+    info = runtime::cuda::CudaDevice(driver, 0).info();
+  } catch (const std::exception &e) {
+    std::string why = e.what();
+    if (!why.empty() && why.back() != '.')
+      why += '.';
+    throw std::runtime_error("--target " + spec +
+                             ": cuda:native asks the CUDA driver about device "
+                             "0: " +
+                             why +
+                             " Name the architecture instead: cuda:sm_80, "
+                             "cuda:sm_86, cuda:sm_89 or cuda:sm_90");
+  }
+  device = info.describe();
+  return "cuda:" + info.architecture() +
+         ",sm_count=" + std::to_string(info.smCount) + spec.substr(head.size());
+}
+
 } // namespace
 
 std::vector<target::TargetDescription>
 parseCompileTargets(const std::string &list) {
   std::vector<target::TargetDescription> targets;
-  for (const std::string &spec : splitTargetList(list)) {
-    llvm::Expected<target::TargetDescription> t = target::parseTarget(spec);
+  for (const std::string &given : splitTargetList(list)) {
+    std::string device;
+    std::optional<std::string> native = resolveCudaNative(given, device);
+    llvm::Expected<target::TargetDescription> t =
+        target::parseTarget(native ? *native : given);
+    if (!t && native)
+      throw std::runtime_error(
+          "--target " + given + ": device 0 is " + device + ", and " +
+          llvm::toString(t.takeError()) +
+          " (an artifact for an older architecture runs on it through its "
+          "PTX)");
     if (!t)
       throw std::runtime_error("--target: " + llvm::toString(t.takeError()));
+    if (native)
+      t->origin = "device 0 (cuda:native): " + device;
     if (t->isCuda()) {
       // A CUDA artifact holds one step library: the GPU's.
       if (splitTargetList(list).size() > 1)

@@ -235,8 +235,8 @@ llvm::Expected<TargetDescription> parseCpuHead(StringRef head,
 llvm::Expected<TargetDescription> parseCudaHead(StringRef arch,
                                                 const SpecError &error) {
   if (arch == "native")
-    return error("cuda:native is not supported yet (it would ask the CUDA "
-                 "driver at compile time); name the architecture: "
+    return error("cuda:native is for kiln compile, which asks the CUDA "
+                 "driver about the device; here name the architecture: "
                  "cuda:sm_80, cuda:sm_86, cuda:sm_89 or cuda:sm_90");
   const NamedGpu *named = llvm::find_if(
       kNamedGpus, [&](const NamedGpu &g) { return arch == g.arch; });

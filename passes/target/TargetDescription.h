@@ -31,9 +31,10 @@
 // `native` reads the ISA from CPUID (llvm::sys::getHostCPUFeatures), the
 // cache sizes from /sys/devices/system/cpu/cpu0/cache and the physical core
 // count from the OS; a cache level sysfs does not report takes the portable
-// default, and the description says so in `notes`. CUDA targets are only
-// chosen by name: `cuda:native`, which would load the driver to ask the
-// device at compile time, is not supported yet.
+// default, and the description says so in `notes`. CUDA targets are chosen
+// by name here; `kiln compile --target cuda:native` asks the CUDA driver
+// about device 0 and gives its name (codegen/driver, which may use the
+// runtime's driver).
 //
 // This library uses LLVM Support but not MLIR, so tools and tests can use it
 // without a context.

@@ -112,6 +112,50 @@ TEST(CompilerTargets, RefusesWhatTheRuntimeCouldNotChooseBetween) {
   EXPECT_NE(messageOf("avx9").find("--target"), std::string::npos);
 }
 
+// cuda:native is device 0's architecture and SM count, asked of the CUDA
+// driver (the stub's device: sm_90, 132 SMs), overrides kept; without a
+// driver the error says why and what to write instead.
+TEST(CompilerTargets, CudaNativeAsksTheDriver) {
+  auto withDriver = [](const char *path, auto body) {
+    const char *before = std::getenv("KILN_CUDA_DRIVER");
+    std::string saved = before ? before : "";
+    setenv("KILN_CUDA_DRIVER", path, 1);
+    body();
+    if (before)
+      setenv("KILN_CUDA_DRIVER", saved.c_str(), 1);
+    else
+      unsetenv("KILN_CUDA_DRIVER");
+  };
+  withDriver(KILN_STUB_CUDA_DRIVER, [] {
+    std::vector<target::TargetDescription> targets =
+        parseCompileTargets("cuda:native,regs=128");
+    ASSERT_EQ(targets.size(), 1u);
+    EXPECT_EQ(targets[0].name, "cuda:sm_90");
+    EXPECT_EQ(targets[0].cuda().smCount, 132u);
+    EXPECT_EQ(targets[0].cuda().registersPerThread, 128u);
+    EXPECT_NE(targets[0].origin.find("device 0 (cuda:native)"),
+              std::string::npos)
+        << targets[0].origin;
+    // Not a prefix match: cuda:nativeX is no spec.
+    EXPECT_THROW(parseCompileTargets("cuda:nativeX"), std::runtime_error);
+  });
+  withDriver("/nonexistent/libcuda.so.1", [] {
+    try {
+      parseCompileTargets("cuda:native");
+      ADD_FAILURE() << "cuda:native without a driver compiled";
+    } catch (const std::exception &e) {
+      std::string message = e.what();
+      EXPECT_NE(message.find("cuda:native asks the CUDA driver about device "
+                             "0: CUDA driver not available"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("/nonexistent/libcuda.so.1"), std::string::npos)
+          << message;
+      EXPECT_NE(message.find("cuda:sm_90"), std::string::npos) << message;
+    }
+  });
+}
+
 TEST_F(CompilerTest, CacheKeyFollowsWhatChangesTheArtifact) {
   CompileOptions base = options();
   std::string key = keyOf(base);

@@ -625,7 +625,9 @@ int main(int argc, char **argv) {
                          "native (default), portable, avx2, avx512[+bf16], "
                          "with ,key=value overrides (docs/targets.md); "
                          "several (portable,avx2,avx512) make one artifact "
-                         "that runs the best this CPU supports");
+                         "that runs the best this CPU supports; or one GPU: "
+                         "cuda:sm_80|sm_86|sm_89|sm_90, cuda:native (asks "
+                         "the CUDA driver)");
   compileCmd->add_option("--emit-source", compileOptions.emitSource,
                          "Write the generated kernel sources into this "
                          "directory (a subdirectory per target when several)");
