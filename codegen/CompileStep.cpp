@@ -30,14 +30,6 @@ constexpr const char *kStepABI =
 #include "StepABI.h.inc"
     ;
 
-void writeFile(const std::string &path, const std::string &text) {
-  llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out)
-    throw std::runtime_error("cannot write '" + path + "'");
-}
-
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
@@ -81,6 +73,56 @@ void formatSources(std::vector<SourceFile> &sources, PathFn in) {
 
 } // namespace
 
+void writeStepFile(const std::string &path, std::string_view text) {
+  llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), std::streamsize(text.size()));
+  if (!out)
+    throw std::runtime_error("cannot write '" + path + "'");
+}
+
+std::string EmittedStepFiles::path(const std::string &name) const {
+  llvm::SmallString<256> joined(workDir);
+  llvm::sys::path::append(joined, name);
+  return joined.str().str();
+}
+
+EmittedStepFiles emitStepFiles(ModuleOp module, WeightProvider &weights,
+                               const CompileStepOptions &options,
+                               StepEmitter &emitter,
+                               const std::string &stepAbiText) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(options.workDir))
+    throw std::runtime_error("cannot create '" + options.workDir +
+                             "': " + ec.message());
+  EmittedStepFiles files;
+  files.workDir = options.workDir;
+  auto start = std::chrono::steady_clock::now();
+  if (options.progress)
+    options.progress("packing weights");
+  CompiledStep &compiled = files.compiled;
+  compiled.weightsPath = files.path("weights.bin");
+  WeightPacker packer(weights, compiled.weightsPath);
+  files.emitted = emitter.emit(getStepFunction(module), packer,
+                               {options.weightType, options.cacheType});
+  const EmittedStep &emitted = files.emitted;
+  compiled.weightsBytes = packer.finish();
+  compiled.weightEntries = packer.entries();
+  compiled.arenaBytes = emitted.arenaBytes;
+  compiled.maxTokens = emitted.maxTokens;
+  compiled.cacheType = options.cacheType;
+  compiled.kernelSummaries = emitted.kernelSummaries;
+  compiled.sources.push_back({"StepABI.h", stepAbiText});
+  for (const SourceFile &header : emitted.headers)
+    compiled.sources.push_back(header);
+  for (const SourceFile &kernel : emitted.kernels)
+    compiled.sources.push_back(kernel);
+  compiled.sources.push_back(emitted.step);
+  for (const SourceFile &file : compiled.sources)
+    writeStepFile(files.path(file.name), file.text);
+  compiled.emitSeconds = secondsSince(start);
+  return files;
+}
+
 func::FuncOp getStepFunction(ModuleOp module) {
   for (auto func : module.getOps<func::FuncOp>())
     if (func->hasAttr(KilnDialect::kStepAttrName))
@@ -92,51 +134,25 @@ CompiledStep compileStep(ModuleOp module, WeightProvider &weights,
                          const CompileStepOptions &options) {
   if (options.target.isCuda())
     return compileCudaStep(module, weights, options, kStepABI);
-  auto progress = [&](const std::string &stage) {
-    if (options.progress)
-      options.progress(stage);
-  };
-  if (std::error_code ec = llvm::sys::fs::create_directories(options.workDir))
-    throw std::runtime_error("cannot create '" + options.workDir +
-                             "': " + ec.message());
-  auto in = [&](const std::string &name) {
-    llvm::SmallString<256> path(options.workDir);
-    llvm::sys::path::append(path, name);
-    return path.str().str();
-  };
-
-  CompiledStep compiled;
-  auto start = std::chrono::steady_clock::now();
-  progress("packing weights");
-  compiled.weightsPath = in("weights.bin");
-  WeightPacker packer(weights, compiled.weightsPath);
   std::unique_ptr<StepEmitter> emitter = createCpuStepEmitter(options.target);
-  EmittedStep emitted = emitter->emit(getStepFunction(module), packer,
-                                      {options.weightType, options.cacheType});
-  compiled.weightsBytes = packer.finish();
-  compiled.weightEntries = packer.entries();
-  compiled.arenaBytes = emitted.arenaBytes;
-  compiled.maxTokens = emitted.maxTokens;
-  compiled.cacheType = options.cacheType;
-  compiled.kernelSummaries = emitted.kernelSummaries;
-
+  EmittedStepFiles files =
+      emitStepFiles(module, weights, options, *emitter, kStepABI);
+  CompiledStep &compiled = files.compiled;
+  auto in = [&](const std::string &name) { return files.path(name); };
+  // The host compiler builds the emitted kernels and the step; the step ABI
+  // and the library headers are included.
   std::vector<std::string> sources;
-  compiled.sources.push_back({"StepABI.h", kStepABI});
-  for (const SourceFile &header : emitted.headers)
-    compiled.sources.push_back(header);
-  for (const SourceFile &kernel : emitted.kernels) {
-    compiled.sources.push_back(kernel);
+  for (const SourceFile &kernel : files.emitted.kernels)
     sources.push_back(in(kernel.name));
-  }
-  compiled.sources.push_back(emitted.step);
-  sources.push_back(in(emitted.step.name));
-  for (const SourceFile &file : compiled.sources)
-    writeFile(in(file.name), file.text);
+  sources.push_back(in(files.emitted.step.name));
+  auto start = std::chrono::steady_clock::now();
   formatSources(compiled.sources, in);
-  compiled.emitSeconds = secondsSince(start);
+  compiled.emitSeconds += secondsSince(start);
 
   start = std::chrono::steady_clock::now();
-  progress("compiling " + std::to_string(emitted.kernels.size()) + " kernels");
+  if (options.progress)
+    options.progress("compiling " +
+                     std::to_string(files.emitted.kernels.size()) + " kernels");
   compiled.libraryPath = in("step.so");
   unsigned jobs = options.jobs
                       ? options.jobs

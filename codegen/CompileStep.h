@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::codegen {
@@ -62,6 +63,28 @@ mlir::func::FuncOp getStepFunction(mlir::ModuleOp module);
 /// tool on any failure.
 CompiledStep compileStep(mlir::ModuleOp module, WeightProvider &weights,
                          const CompileStepOptions &options);
+
+/// What every target's compileStep does first: creates options.workDir,
+/// packs the weights into workDir/weights.bin as `emitter` asks while it
+/// emits the step, and fills the compiled step's fields that come from
+/// that (weights, arena, max tokens, cache type, kernel summaries, the
+/// sources in order: StepABI.h, headers, kernels, step, each written into
+/// workDir; emitSeconds).
+struct EmittedStepFiles {
+  CompiledStep compiled;
+  EmittedStep emitted;
+  /// `name` inside the work directory.
+  std::string path(const std::string &name) const;
+  std::string workDir;
+};
+EmittedStepFiles emitStepFiles(mlir::ModuleOp module, WeightProvider &weights,
+                               const CompileStepOptions &options,
+                               StepEmitter &emitter,
+                               const std::string &stepAbiText);
+
+/// Writes `text` to `path` (binary), creating its directory; throws naming
+/// the path.
+void writeStepFile(const std::string &path, std::string_view text);
 
 /// compileStep for a CUDA target (codegen/cuda/CompileCudaStep.cpp);
 /// `stepAbiText` is runtime/StepABI.h.

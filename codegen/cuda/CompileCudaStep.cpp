@@ -16,24 +16,14 @@
 #include "codegen/cuda/Nvrtc.h"
 #endif
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
-
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <thread>
 
 namespace kiln::codegen {
 
+#ifdef KILN_HAVE_NVRTC
 namespace {
-
-void writeBytes(const std::string &path, const char *data, size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(data, std::streamsize(size));
-  if (!out)
-    throw std::runtime_error("cannot write '" + path + "'");
-}
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -41,6 +31,7 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 } // namespace
+#endif
 
 CompiledStep compileCudaStep(mlir::ModuleOp module, WeightProvider &weights,
                              const CompileStepOptions &options,
@@ -58,41 +49,14 @@ CompiledStep compileCudaStep(mlir::ModuleOp module, WeightProvider &weights,
     if (options.progress)
       options.progress(stage);
   };
-  if (std::error_code ec = llvm::sys::fs::create_directories(options.workDir))
-    throw std::runtime_error("cannot create '" + options.workDir +
-                             "': " + ec.message());
-  auto in = [&](const std::string &name) {
-    llvm::SmallString<256> path(options.workDir);
-    llvm::sys::path::append(path, name);
-    return path.str().str();
-  };
-
-  CompiledStep compiled;
-  auto start = std::chrono::steady_clock::now();
-  progress("packing weights");
-  compiled.weightsPath = in("weights.bin");
-  WeightPacker packer(weights, compiled.weightsPath);
   std::unique_ptr<StepEmitter> emitter = createCudaStepEmitter(options.target);
-  EmittedStep emitted = emitter->emit(getStepFunction(module), packer,
-                                      {options.weightType, options.cacheType});
-  compiled.weightsBytes = packer.finish();
-  compiled.weightEntries = packer.entries();
-  compiled.arenaBytes = emitted.arenaBytes;
-  compiled.maxTokens = emitted.maxTokens;
-  compiled.cacheType = options.cacheType;
-  compiled.kernelSummaries = emitted.kernelSummaries;
+  EmittedStepFiles files =
+      emitStepFiles(module, weights, options, *emitter, stepAbiText);
+  CompiledStep &compiled = files.compiled;
+  const EmittedStep &emitted = files.emitted;
+  auto in = [&](const std::string &name) { return files.path(name); };
 
-  compiled.sources.push_back({"StepABI.h", stepAbiText});
-  for (const SourceFile &header : emitted.headers)
-    compiled.sources.push_back(header);
-  for (const SourceFile &kernel : emitted.kernels)
-    compiled.sources.push_back(kernel);
-  compiled.sources.push_back(emitted.step);
-  for (const SourceFile &file : compiled.sources)
-    writeBytes(in(file.name), file.text.data(), file.text.size());
-  compiled.emitSeconds = secondsSince(start);
-
-  start = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now();
   const target::CudaTarget &gpu = options.target.cuda();
   std::string arch =
       "sm_" + std::to_string(gpu.smMajor) + std::to_string(gpu.smMinor);
@@ -111,8 +75,9 @@ CompiledStep compileCudaStep(mlir::ModuleOp module, WeightProvider &weights,
   compiled.nvrtcLog = result.log;
   compiled.ptxPath = in("kernels.ptx");
   compiled.cubinPath = in("kernels.cubin");
-  writeBytes(compiled.ptxPath, result.ptx.data(), result.ptx.size());
-  writeBytes(compiled.cubinPath, result.cubin.data(), result.cubin.size());
+  writeStepFile(compiled.ptxPath, result.ptx);
+  writeStepFile(compiled.cubinPath,
+                std::string_view(result.cubin.data(), result.cubin.size()));
   // The PTX is readable generated code too: with the sources (kiln compile
   // --emit-source), where tests and users read what the kernels became.
   compiled.sources.push_back({"kernels.ptx", result.ptx});
