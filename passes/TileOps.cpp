@@ -86,11 +86,12 @@ struct Tiles {
   }
 };
 
-/// Whether tile `name` of a `kind` op splits a row's reduction, which both
-/// phases must do alike so a token's results do not depend on its batch
-/// (GEMM k, attention kv; the tiles' verifiers check).
+/// Whether tile `name` of a `kind` op is one size for both phases (the
+/// tiles' verifiers check): what splits a row's reduction, so a token's
+/// results do not depend on its batch (GEMM k, attention kv), and a GEMM's
+/// nr, the packed panel width both phases read.
 static bool sharedByPhases(StringRef kind, StringRef name) {
-  return (kind == "gemm" && name == "k") ||
+  return (kind == "gemm" && (name == "k" || name == "nr")) ||
          (kind == "attention" && name == "kv");
 }
 
@@ -432,8 +433,8 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
         Tiles &phase = entry.phase == "decode" ? tiles.decode : tiles.prefill;
         for (auto &[name, size] : entry.sizes) {
           phase.set(name, size);
-          // The reduction's split is one for both phases (batch
-          // invariance): a tuning line that sets it sets both.
+          // One size for both phases (batch invariance, one packed
+          // layout): a tuning line that sets it sets both.
           if (sharedByPhases(tiles.kind, name))
             (&phase == &tiles.decode ? tiles.prefill : tiles.decode)
                 .set(name, size);
@@ -445,8 +446,6 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
       // switch is its rule's (one mma tile's height).
       if (tiles.kind == "gemm" && target->isCpu())
         tiles.prefillFrom = tiles.prefill.get("mr");
-      if (tiles.kind == "gemm" && target->isCuda())
-        tiles.decode.set("nr", tiles.prefill.get("nr"));
       // Compiled attention loads key positions in vectors (kernels/
       // Attention.h), so a tuned kv must stay whole vectors.
       if (tiles.kind == "attention" && target->isCpu() &&
@@ -507,11 +506,10 @@ struct TileOpsPass : kiln::impl::TileOpsBase<TileOpsPass> {
               key.shape["heads"] = query.getDimSize(1);
               key.shape["kv_heads"] = cache.getNumKvHeads();
               key.shape["head_dim"] = cache.getHeadDim();
-              auto context = o->getParentOfType<func::FuncOp>()
-                                 ? o->getParentOfType<func::FuncOp>()
-                                       ->getAttrOfType<IntegerAttr>(
-                                           KilnDialect::kContextLengthAttrName)
-                                 : IntegerAttr();
+              auto func = o->getParentOfType<func::FuncOp>();
+              auto context = func ? func->getAttrOfType<IntegerAttr>(
+                                        KilnDialect::kContextLengthAttrName)
+                                  : IntegerAttr();
               if (target.isCuda())
                 return std::make_pair(
                     std::move(key),
