@@ -14,6 +14,7 @@
 #include "runtime/server/Server.h"
 
 #include "runtime/Chat.h"
+#include "runtime/server/ConnectionWatch.h"
 #include "runtime/server/PrometheusMetrics.h"
 #include "runtime/server/RequestParser.h"
 #include "runtime/server/Responses.h"
@@ -605,21 +606,40 @@ void Server::Impl::completion(const httplib::Request &req,
     return;
   }
 
-  // A whole response: wait for the last event or the deadline.
+  // A whole response: wait for the last event or the deadline, and look at
+  // the connection every 50 ms: nothing is written before the end, so a
+  // client that leaves is noticed only by asking its socket.
+  ConnectionWatch watch(
+      {req.local_addr, req.local_port, req.remote_addr, req.remote_port});
+  constexpr std::chrono::milliseconds kWatchPeriod(50);
+  Clock::time_point nextWatch = Clock::now() + kWatchPeriod;
   std::string text;
   std::vector<LogprobEntry> logprobs;
   int32_t previous = ids.back();
   TokenEvent event, last;
-  bool timedOut = false;
+  int32_t generated = 0;
+  bool timedOut = false, clientGone = false;
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - Clock::now());
-    if (left.count() <= 0 ||
-        (!stream->next(event, left) && stream->timedOut())) {
+    Clock::time_point now = Clock::now();
+    if (now >= nextWatch) {
+      nextWatch = now + kWatchPeriod;
+      if (watch.peerClosed()) {
+        clientGone = true;
+        break;
+      }
+    }
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    if (left.count() <= 0) {
       timedOut = true;
       break;
     }
-    if (event.token >= 0 && current.ttft < 0)
+    if (!stream->next(event, std::min(left, kWatchPeriod))) {
+      if (stream->timedOut())
+        continue; // the deadline and the connection are checked above
+      break;      // the stream ended without a last event: cannot happen
+    }
+    if (event.token >= 0 && ++generated == 1)
       current.ttft = secondsSince(start);
     text += event.text;
     if (r.sampling.logprobs && event.token >= 0 &&
@@ -631,6 +651,18 @@ void Server::Impl::completion(const httplib::Request &req,
       last = event;
       break;
     }
+  }
+  if (clientGone) {
+    // Nobody reads the answer: free the sequence and its blocks before the
+    // next step. The log line says "disconnected"; httplib's write of the
+    // response fails quietly.
+    engine.cancel(id);
+    untrack(id);
+    current.finish = "disconnected";
+    current.generatedTokens = generated;
+    return replyError(res, apiError(499, "the client closed the connection",
+                                    "invalid_request_error", "",
+                                    "client_closed_request"));
   }
   if (timedOut) {
     engine.cancel(id);
@@ -821,8 +853,14 @@ void Server::run() {
   // listen_after_bind() returns once the workers have finished what they
   // were answering.
   impl->http.forgetSocket();
-  if (impl->drainer.joinable())
-    impl->drainer.join();
+  // shutdown() starts the drainer under drainMutex, on another thread.
+  std::thread drainer;
+  {
+    std::lock_guard<std::mutex> lock(impl->drainMutex);
+    drainer = std::move(impl->drainer);
+  }
+  if (drainer.joinable())
+    drainer.join();
 }
 
 void Server::shutdown() {

@@ -12,7 +12,11 @@ chat-template`'s rendering, API keys, CORS, settings precedence (file <
 environment), the JSON log lines, and SIGTERM draining.
 
 Usage: server_test.py --kiln build/bin/kiln --artifact tiny4k.kiln
-                      --model tiny.gguf [--only NAME]
+                      --model tiny.gguf [--only NAME] [--serve BINARY]
+
+--serve runs BINARY's `serve` instead of kiln's (scripts/tsan: the server
+built with ThreadSanitizer, test/server/ServeArtifact.cpp); every server's
+stderr is then also searched for ThreadSanitizer reports.
 """
 
 import argparse
@@ -37,7 +41,7 @@ class Server:
     """A `kiln serve` process on a free port; its stderr kept line by line."""
 
     def __init__(self, *flags, env=None, config=None):
-        cmd = [ARGS.kiln, "serve", ARGS.artifact, "--port", "0", "--threads", "1"]
+        cmd = [ARGS.serve, "serve", ARGS.artifact, "--port", "0", "--threads", "1"]
         if config is not None:
             path = os.path.join(ARGS.workdir, "kiln-%d.toml" % time.monotonic_ns())
             with open(path, "w") as f:
@@ -139,7 +143,21 @@ class Server:
             raise AssertionError("kiln serve did not exit %d s after %s"
                                  % (timeout, sig))
         self.reader.join(5)
+        self.check_sanitizer()
+        if code != 0:
+            print("kiln serve exited %d; its last lines:\n  %s"
+                  % (code, "\n  ".join(self.lines[-30:])))
         return code
+
+    def check_sanitizer(self):
+        """Fails on a sanitizer's report in the server's stderr."""
+        reports = [i for i, l in enumerate(self.lines)
+                   if "WARNING: ThreadSanitizer" in l or "ERROR: ThreadSanitizer" in l
+                   or "ERROR: AddressSanitizer" in l]
+        if reports:
+            first = reports[0]
+            raise AssertionError("the server reported:\n" +
+                                 "\n".join(self.lines[first:first + 60]))
 
     def log_records(self):
         return [json.loads(l) for l in self.lines if l.startswith("{")]
@@ -395,6 +413,39 @@ def test_request_log(s):
 # Tests on servers of their own
 #===------------------------------------------------------------------------===#
 
+def leave_and_check_freed(s, label, stream):
+    """Starts a 4000-token request, closes its connection once tokens are
+    coming, and checks that the request is cancelled and its blocks freed
+    long before it would have finished."""
+    before = s.metrics()
+    generated = "kiln_generation_tokens_total"
+    cancelled = 'kiln_engine_requests_total{outcome="cancelled"}'
+    conn = s.connect()
+    conn.request("POST", "/v1/completions",
+                 body=json.dumps({"prompt": "Leave", "max_tokens": 4000,
+                                  "ignore_eos": True, "stream": stream}),
+                 headers={"Content-Type": "application/json"})
+    if stream:
+        r = conn.getresponse()
+        for _ in range(5):
+            r.readline()
+    busy = s.wait_for(lambda m: m["kiln_requests_running"] == 1
+                      and m[generated] > before[generated] + 20)
+    assert busy["kiln_requests_running"] == 1, busy["kiln_requests_running"]
+    assert busy["kiln_kv_blocks_used"] > busy["kiln_kv_blocks_cached"]
+    left = time.monotonic()
+    conn.sock.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    m = s.wait_for(lambda m: m["kiln_requests_running"] == 0
+                   and m["kiln_kv_blocks_used"] == m["kiln_kv_blocks_cached"])
+    assert m["kiln_requests_running"] == 0, m
+    assert m["kiln_kv_blocks_used"] == m["kiln_kv_blocks_cached"], m
+    assert m[cancelled] == before[cancelled] + 1, (m[cancelled], before[cancelled])
+    assert m[generated] - before[generated] < 3500
+    print("  %s disconnect -> blocks free in %.0f ms"
+          % (label, (time.monotonic() - left) * 1e3))
+
+
 def test_backpressure_and_disconnect():
     s = Server("--concurrency", "2", "--max-queue", "2")
     try:
@@ -425,29 +476,17 @@ def test_backpressure_and_disconnect():
 
         # A client that leaves mid-stream: its request is cancelled and its
         # blocks freed long before its 4000 tokens would have been done.
-        before = s.metrics()
-        conn = s.connect()
-        conn.request("POST", "/v1/completions",
-                     body=json.dumps({"prompt": "Leave", "max_tokens": 4000,
-                                      "ignore_eos": True, "stream": True}),
-                     headers={"Content-Type": "application/json"})
-        r = conn.getresponse()
-        for _ in range(5):
-            r.readline()
-        busy = s.metrics()
-        assert busy["kiln_requests_running"] == 1, busy["kiln_requests_running"]
-        assert busy["kiln_kv_blocks_used"] > busy["kiln_kv_blocks_cached"]
-        left = time.monotonic()
-        conn.sock.shutdown(socket.SHUT_RDWR)
-        conn.close()
-        m = s.wait_for(lambda m: m["kiln_requests_running"] == 0
-                       and m["kiln_kv_blocks_used"] == m["kiln_kv_blocks_cached"])
-        assert m["kiln_requests_running"] == 0, m
-        assert m["kiln_kv_blocks_used"] == m["kiln_kv_blocks_cached"], m
-        cancelled = 'kiln_engine_requests_total{outcome="cancelled"}'
-        assert m[cancelled] == before[cancelled] + 1, (m[cancelled], before[cancelled])
-        assert m["kiln_generation_tokens_total"] - before["kiln_generation_tokens_total"] < 3500
-        print("  disconnect -> blocks free in %.0f ms" % ((time.monotonic() - left) * 1e3))
+        leave_and_check_freed(s, "streaming", stream=True)
+        # A client that leaves while it waits for a whole (non-streamed)
+        # response: nothing is written until the end, so the handler asks
+        # the socket every 50 ms; the request is cancelled as a stream's is,
+        # and its log line says so.
+        leave_and_check_freed(s, "non-streaming", stream=False)
+        end = time.monotonic() + 5
+        while not any(r.get("finish_reason") == "disconnected"
+                      and r.get("status") == 499 for r in s.log_records()):
+            assert time.monotonic() < end, s.lines[-3:]
+            time.sleep(0.02)
     finally:
         assert s.stop() == 0
 
@@ -542,8 +581,10 @@ def test_sigterm_drains():
     t.join(30)
     events = results["events"]
     assert events[-1] == "[DONE]" and events[-2]["error"]["code"] == "shutting_down", events[-2:]
-    assert s.proc.wait(30) == 0
+    code = s.proc.wait(30)
     s.reader.join(5)
+    s.check_sanitizer()
+    assert code == 0, (code, s.lines[-10:])
 
 
 def main():
@@ -554,7 +595,10 @@ def main():
     parser.add_argument("--model", required=True,
                         help="the model file the artifact came from (kiln tokenize)")
     parser.add_argument("--only", help="run only tests whose name contains this")
+    parser.add_argument("--serve", help="the binary whose `serve` runs the "
+                        "servers (default: --kiln)")
     ARGS = parser.parse_args()
+    ARGS.serve = ARGS.serve or ARGS.kiln
     ARGS.workdir = tempfile.mkdtemp(prefix="kiln-server-test-")
 
     shared = [test_endpoints, test_stream_equals_whole, test_concurrent_clients,

@@ -12,22 +12,9 @@
 #ifndef KILN_TOOLS_KILN_SERVECOMMAND_H
 #define KILN_TOOLS_KILN_SERVECOMMAND_H
 
-#include <CLI/CLI.hpp>
-
-#include <map>
-#include <string>
+#include "tools/kiln/ServeFlags.h"
 
 namespace kiln {
-
-struct ServeOptions {
-  std::string configPath; ///< --config FILE (or KILN_CONFIG)
-  /// Each setting's flag and its text, by key (runtime/server/ServerConfig).
-  std::map<std::string, std::string> values;
-  std::map<std::string, CLI::Option *> flags;
-};
-
-/// Adds the `serve` subcommand and its flags to `app`.
-CLI::App *addServeCommand(CLI::App &app, ServeOptions &options);
 
 /// Serves until SIGTERM or SIGINT has drained the requests in flight;
 /// returns the exit status (0 after a drain).
