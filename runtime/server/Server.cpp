@@ -262,9 +262,12 @@ void Server::Impl::routes() {
   http.set_payload_max_length(size_t(config.maxBodyBytes));
   // Tokens are small writes that should leave at once.
   http.set_tcp_nodelay(true);
-  // A client that stops reading holds a worker for at most this long.
-  http.set_write_timeout(10, 0);
-  http.set_read_timeout(10, 0);
+  // A client that stops reading or sending holds a worker for at most
+  // this long.
+  auto ioSeconds = time_t(config.ioTimeout);
+  auto ioMicros = time_t((config.ioTimeout - double(ioSeconds)) * 1e6);
+  http.set_write_timeout(ioSeconds, ioMicros);
+  http.set_read_timeout(ioSeconds, ioMicros);
   // An idle keep-alive connection holds a worker; a drain waits for it.
   http.set_keep_alive_timeout(2);
   if (!config.corsOrigin.empty())

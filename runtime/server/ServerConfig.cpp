@@ -36,6 +36,9 @@ const std::vector<ConfigKey> &configKeys() {
       {"max_body_bytes", "Largest request body, e.g. 1MiB (default 1MiB)"},
       {"api_key", "Bearer key every endpoint but /health and / requires"},
       {"cors_origin", "Origin allowed cross-origin requests (default: none)"},
+      {"io_timeout",
+       "Seconds a client may take to send its request or to read a "
+       "response before its connection is dropped (default 10)"},
       {"drain_seconds",
        "After SIGTERM/SIGINT, seconds requests in flight may finish "
        "(default 30)"},
@@ -140,7 +143,11 @@ void apply(ServerConfig &c, const std::string &key, const Setting &s) {
     c.corsOrigin = v;
   else if (key == "drain_seconds")
     c.drainSeconds = toSeconds(key, s);
-  else if (key == "threads")
+  else if (key == "io_timeout") {
+    c.ioTimeout = toSeconds(key, s);
+    if (c.ioTimeout <= 0)
+      bad(key, s, "a number of seconds > 0");
+  } else if (key == "threads")
     c.threads = int32_t(toInteger(key, s, 0, 1024));
   else if (key == "context")
     c.context = int32_t(toInteger(key, s, 0, 1 << 24));

@@ -40,6 +40,10 @@ struct ServerConfig {
   std::string corsOrigin; ///< "": no CORS headers
   /// After SIGTERM/SIGINT, how long requests in flight may finish.
   double drainSeconds = 30;
+  /// How long a client may take to send its request (a body shorter than
+  /// its Content-Length waits this long, then gets 400) or to take a
+  /// response's next bytes, before its connection is dropped.
+  double ioTimeout = 10;
   int32_t threads = 0;  ///< the model's threads; 0: all cores
   int32_t context = 0;  ///< positions a sequence may reach; 0: the model's
   std::string kvMemory; ///< the KV cache's pool (kiln run --kv-memory)

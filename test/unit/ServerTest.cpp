@@ -274,6 +274,12 @@ TEST(ServerConfig, BadValuesNameTheirSource) {
   EXPECT_EQ(resolveServerConfig({}, {}, {{"max_body_bytes", {"2KiB", "f"}}})
                 .maxBodyBytes,
             2048);
+  EXPECT_EQ(message({}, {}, {{"io_timeout", {"0", "--io-timeout"}}}),
+            "--io-timeout: 'io_timeout' is \"0\", expected a number of "
+            "seconds > 0");
+  EXPECT_EQ(
+      resolveServerConfig({}, {}, {{"io_timeout", {"0.25", "f"}}}).ioTimeout,
+      0.25);
   EXPECT_THROW(settingsFromToml("prot = 1\n", "kiln.toml"),
                std::invalid_argument);
   EXPECT_THROW(settingsFromToml("port = [1]\n", "kiln.toml"),
