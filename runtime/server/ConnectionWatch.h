@@ -38,9 +38,6 @@ public:
   /// peerClosed() is always false and the request runs to its end.
   explicit ConnectionWatch(const ConnectionEnds &ends);
 
-  /// Whether a socket was found.
-  bool watching() const { return fd >= 0; }
-
   /// True once the peer has shut its side down (a FIN or a reset). A
   /// client that only half-closes after its request also counts as gone,
   /// as in later cpp-httplib versions' is_connection_closed(). Reads
