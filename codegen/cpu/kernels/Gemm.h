@@ -192,10 +192,11 @@ template <class C> struct Gemm {
   }
 
   /// The quantized register block: rows [m0, m0 + M) x the panel's columns,
-  /// blocks of 32 k in [k0, k0 + kl), into acc (acc2: swiglu's up).
+  /// blocks of 32 k in [k0, k0 + kl), into acc (acc2: swiglu's up);
+  /// `stream`: the first read of these weights (prefetch ahead).
   template <int M>
   static void quant_block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
-                          int64_t kl, vfloat (&acc)[M][NV],
+                          int64_t kl, bool stream, vfloat (&acc)[M][NV],
                           vfloat (&acc2)[SWIGLU ? M : 1][NV]) {
     constexpr int Q = quant_vectors<M>(), S2 = SWIGLU ? Q : 1;
     const int64_t b0 = k0 / QUANT_BLOCK, nb = kl / QUANT_BLOCK;
@@ -214,6 +215,11 @@ template <class C> struct Gemm {
             sum2[i][j] = acc2[i][j0 + j];
         }
       for (int64_t b = 0; b < nb; ++b) {
+        if (stream && j0 == 0) {
+          prefetch_ahead<PANEL_BLOCK>(w + b * PANEL_BLOCK);
+          if (SWIGLU)
+            prefetch_ahead<PANEL_BLOCK>(w2 + b * PANEL_BLOCK);
+        }
         // The levels: NR scales, then groups of 4 * NR bytes.
         const uint8_t *wb = w + b * PANEL_BLOCK + 2 * NR + 4 * j0 * V;
         const uint8_t *wb2 = w2 + b * PANEL_BLOCK + 2 * NR + 4 * j0 * V;
@@ -328,10 +334,11 @@ template <class C> struct Gemm {
   }
 
   /// The K-quant register block: rows [m0, m0 + M) x the panel's columns,
-  /// super-blocks in [k0, k0 + kl), into acc (acc2: swiglu's up).
+  /// super-blocks in [k0, k0 + kl), into acc (acc2: swiglu's up);
+  /// `stream`: the first read of these weights (prefetch ahead).
   template <int M>
   static void kquant_block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
-                           int64_t kl, vfloat (&acc)[M][NV],
+                           int64_t kl, bool stream, vfloat (&acc)[M][NV],
                            vfloat (&acc2)[SWIGLU ? M : 1][NV]) {
     constexpr int Q = kquant_vectors<M>();
     const int64_t s0 = k0 / QK, ns = kl / QK;
@@ -347,6 +354,11 @@ template <class C> struct Gemm {
         }
       for (int64_t s = 0; s < ns; ++s) {
         const int64_t at = (panel * KB + s0 + s) * PANEL_BLOCK;
+        if (stream && j0 == 0) {
+          prefetch_ahead<PANEL_BLOCK>(g.w + at);
+          if (SWIGLU)
+            prefetch_ahead<PANEL_BLOCK>(g.w2 + at);
+        }
         kquant_superblock<QUANT, NR, M, Q>(g.w + at, j0, xq + s * QK, K,
                                            rec + s * KQ_RECORD, KB * KQ_RECORD,
                                            sum);
@@ -532,10 +544,11 @@ template <class C> struct Gemm {
 
   /// Rows [m0, m0 + M) x the columns of one panel, reduction [k0, k0 + kl):
   /// the register block. `first` starts from the bias, later k blocks add
-  /// to y; `last` applies the epilogue.
+  /// to y; `last` applies the epilogue. `stream`: the block is the first to
+  /// read these weights (from memory), so it prefetches ahead of them.
   template <int M>
   static void block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
-                    int64_t kl, bool first, bool last) {
+                    int64_t kl, bool first, bool last, bool stream) {
     vfloat acc[M][NV], acc2[SWIGLU ? M : 1][NV];
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < NV; ++j) {
@@ -544,15 +557,20 @@ template <class C> struct Gemm {
           acc2[i][j] = vfloat{};
       }
     if constexpr (KQUANT) {
-      kquant_block<M>(g, m0, panel, k0, kl, acc, acc2);
+      kquant_block<M>(g, m0, panel, k0, kl, stream, acc, acc2);
     } else if constexpr (QUANTIZED) {
-      quant_block<M>(g, m0, panel, k0, kl, acc, acc2);
+      quant_block<M>(g, m0, panel, k0, kl, stream, acc, acc2);
     } else if constexpr (BF16_DOT) {
       const wtype *w = g.w + (panel * KP + k0) * NR;
       const wtype *w2 = SWIGLU ? g.w2 + (panel * KP + k0) * NR : nullptr;
       // k0 is even; past an odd K the pair's second half is zero in both.
       const uint16_t *xb = g.xb + m0 * KP + k0;
       for (int64_t k = 0; k < kl; k += 2) {
+        if (stream) {
+          prefetch_ahead<2 * NR * sizeof(wtype)>(w + k * NR);
+          if (SWIGLU)
+            prefetch_ahead<2 * NR * sizeof(wtype)>(w2 + k * NR);
+        }
         vfloat b[NV], b2[SWIGLU ? NV : 1];
         for (int j = 0; j < NV; ++j) {
           b[j] = vload_bits(w + k * NR + 2 * j * V);
@@ -574,6 +592,11 @@ template <class C> struct Gemm {
       const wtype *w2 = SWIGLU ? g.w2 + (panel * KP + k0) * NR : nullptr;
       const float *x = g.x + m0 * K + k0;
       for (int64_t k = 0; k < kl; ++k) {
+        if (stream) {
+          prefetch_ahead<NR * sizeof(wtype)>(w + k * NR);
+          if (SWIGLU)
+            prefetch_ahead<NR * sizeof(wtype)>(w2 + k * NR);
+        }
         vfloat b[NV], b2[SWIGLU ? NV : 1];
         if constexpr (C::BF16_PAIRS) {
           // 2V bf16 weights in one load, lanes holding columns (c, c + V).
@@ -681,11 +704,12 @@ template <class C> struct Gemm {
   /// block<rows> for 1 <= rows <= M, chosen at run time.
   template <int M>
   static void dispatch(const Args &g, int rows, int64_t m0, int64_t panel,
-                       int64_t k0, int64_t kl, bool first, bool last) {
+                       int64_t k0, int64_t kl, bool first, bool last,
+                       bool stream) {
     if constexpr (M > 1)
       if (rows < M)
-        return dispatch<M - 1>(g, rows, m0, panel, k0, kl, first, last);
-    block<M>(g, m0, panel, k0, kl, first, last);
+        return dispatch<M - 1>(g, rows, m0, panel, k0, kl, first, last, stream);
+    block<M>(g, m0, panel, k0, kl, first, last, stream);
   }
 
   /// The register blocks (or tile blocks) of rows [m0, m1) x panels
@@ -711,7 +735,10 @@ template <class C> struct Gemm {
     for (int64_t p = p0; p < p1; ++p)
       for (int64_t m = m0; m < m1; m += g.mr) {
         int rows = m1 - m < g.mr ? int(m1 - m) : int(g.mr);
-        dispatch<MAX_MR>(g, rows, m, p, k0, kl, first, last);
+        // The first register block of the first m block reads the panel's
+        // k block from memory; the others find it in cache.
+        dispatch<MAX_MR>(g, rows, m, p, k0, kl, first, last,
+                         m0 == 0 && m == m0);
       }
   }
 

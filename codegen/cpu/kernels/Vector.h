@@ -497,6 +497,25 @@ inline float hsum(vfloat v) {
   return total;
 }
 
+/// How far ahead of a GEMM's weight stream its loops ask for cache lines:
+/// while a register block reads a panel for the first time (the panels'
+/// bytes are consecutive, so "ahead" is the same stream), each step
+/// prefetches the lines PREFETCH_AHEAD bytes past the ones it loads into
+/// L2 (prefetcht1). The hardware streamer alone leaves decode loops, which
+/// compute between loads, at about 70% of a plain read's bandwidth, and it
+/// stops at every 4 KiB page; 16 KiB ahead measured best of 4-37 KiB
+/// (bench/NOTES.md, v17).
+constexpr int64_t PREFETCH_AHEAD = 16384;
+
+/// Prefetches the BYTES bytes PREFETCH_AHEAD past `p` into L2. Addresses
+/// past the end of the weights are harmless: prefetches never fault.
+template <int64_t BYTES> inline void prefetch_ahead(const void *p) {
+  uintptr_t at = reinterpret_cast<uintptr_t>(p) + uintptr_t(PREFETCH_AHEAD);
+  for (int64_t line = 0; line < BYTES; line += 64)
+    __builtin_prefetch(reinterpret_cast<const void *>(at + uintptr_t(line)), 0,
+                       2);
+}
+
 /// Seconds on a monotonic clock, for profiles.
 inline double now() {
   struct timespec t;
