@@ -72,13 +72,14 @@ void printBatchTable(const BatchResults &r, std::FILE *out) {
                "timing     %d timed run%s after a warm-up, the median "
                "quoted%s; step latency percentiles over every timed step; "
                "memory read from /proc/self/status after each batch size's "
-               "runs; %s\n\n",
+               "runs; %s; %s\n\n",
                o.repeat, o.repeat == 1 ? "" : "s",
                o.repeat == 1 ? "" : " (slowest-fastest)",
                o.keepPageCache
                    ? "the artifact's pages left in the page cache as found"
                    : "the artifact evicted from the page cache before each "
-                     "load");
+                     "load",
+               weightPlacement(r.weightsInHugePages));
 
   std::fprintf(out, "## Batched decode, %d thread%s\n", r.threads,
                r.threads == 1 ? "" : "s");
@@ -98,6 +99,12 @@ void printBatchTable(const BatchResults &r, std::FILE *out) {
         mebibytes(b.kvPoolBytes), mebibytes(b.residentBytes),
         mebibytes(b.peakResidentBytes));
   }
+  for (const BatchResult &b : r.batches)
+    if (b.profile.steps > 0)
+      printProfile("batch " + std::to_string(b.batch) + ", " +
+                       std::to_string(r.threads) +
+                       (r.threads == 1 ? " thread" : " threads"),
+                   b.profile, out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -131,6 +138,8 @@ json batchReportJson(const BatchResults &r) {
                        {"kv_pool_bytes", b.kvPoolBytes},
                        {"vm_rss_bytes", b.residentBytes},
                        {"vm_hwm_bytes", b.peakResidentBytes}});
+    if (b.profile.steps > 0)
+      results.back()["profile"] = profileJson(b.profile);
   }
   return {{"command", o.command},
           {"date", r.date},
@@ -149,7 +158,8 @@ json batchReportJson(const BatchResults &r) {
             {"threads", r.threads},
             {"repeat", o.repeat},
             {"seed", o.seed},
-            {"page_cache", o.keepPageCache ? "kept" : "evicted"}}},
+            {"page_cache", o.keepPageCache ? "kept" : "evicted"},
+            {"weights_in_huge_pages", r.weightsInHugePages}}},
           {"batch",
            {{"threads", r.threads},
             {"prompt_tokens", r.promptTokens},

@@ -23,11 +23,12 @@
 
 namespace kiln::bench {
 
-/// The header, what was counted and the "batched decode" table.
+/// The header, what was counted and the "batched decode" table, then with
+/// --profile each batch size's kernel profile.
 void printBatchTable(const BatchResults &results, std::FILE *out = stdout);
 
 /// The settings, the artifact and the host, and under "batch" every batch
-/// size's timed runs, step latencies, rates and memory.
+/// size's timed runs, step latencies, rates, memory and profile.
 nlohmann::json batchReportJson(const BatchResults &results);
 
 /// Writes batchReportJson to `path`; throws std::runtime_error if it cannot.

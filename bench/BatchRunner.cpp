@@ -123,9 +123,11 @@ BatchResult benchBatch(const BenchOptions &o, int batch,
       o.kvMemory.empty() ? 0
                          : runtime::MemoryAmount::parse(o.kvMemory).resolve();
   options.verifyHashes = results.batches.empty();
+  options.weightsInHugePages = !o.mappedWeights;
   std::unique_ptr<CompiledModel> model =
       CompiledModel::load(o.artifact, options);
   if (results.batches.empty()) {
+    results.weightsInHugePages = model->weightsInHugePages();
     // The model's manifest gives the context it was loaded with (P + G);
     // the report names the artifact's own.
     results.manifest = model->manifest();
@@ -166,6 +168,25 @@ BatchResult benchBatch(const BenchOptions &o, int batch,
       decode += seconds;
     }
     result.decode.seconds.push_back(decode);
+  }
+  if (o.profile) {
+    // One more run, untimed, so the profile's clock reads do not touch the
+    // figures above.
+    model->setProfiling(true);
+    model->reset();
+    for (const StepBatch &prompt : run.prompts)
+      model->step(prompt);
+    std::vector<double> before = profileSeconds(*model);
+    Clock::time_point start = Clock::now();
+    for (const StepBatch &step : run.steps)
+      decodeStep(*model, step);
+    result.profile.what = "decode of " + std::to_string(g) + " steps of " +
+                          std::to_string(batch) +
+                          (batch == 1 ? " token" : " tokens");
+    result.profile.seconds = secondsSince(start);
+    result.profile.steps = g;
+    result.profile.kernels = aggregateByKernel(*model, before, g);
+    model->setProfiling(false);
   }
   result.kvPoolBytes = model->kvCache().poolBytes();
   result.residentBytes = statusBytes("VmRSS");

@@ -44,6 +44,10 @@ struct BatchResult {
   /// (VmRSS) and the process's peak so far (VmHWM), in bytes.
   int64_t residentBytes = 0, peakResidentBytes = 0;
 
+  /// With BenchOptions::profile: the kernels' time over one more, untimed
+  /// run's decode steps (steps == 0 without).
+  Profile profile;
+
   /// The q-quantile (0 < q <= 1) of stepSeconds, nearest rank.
   double stepPercentile(double q) const;
 };
@@ -52,9 +56,10 @@ struct BatchResults {
   BenchOptions options;
   runtime::ArtifactManifest manifest; ///< as the loaded model describes it
   std::string date, cpu;
-  int threads = 0;           ///< the largest of options.threads
-  int64_t promptTokens = 0;  ///< the first of options.promptTokens
-  int64_t contextLength = 0; ///< positions each sequence may reach: P + G
+  int threads = 0;                 ///< the largest of options.threads
+  int64_t promptTokens = 0;        ///< the first of options.promptTokens
+  int64_t contextLength = 0;       ///< positions each sequence may reach: P + G
+  bool weightsInHugePages = false; ///< the model's weights were copied there
   std::vector<BatchResult> batches; ///< one per options.batch, in order
 
   /// The batch of one sequence when it was measured, else null: the

@@ -142,7 +142,8 @@ void printTable(const BenchResults &r, std::FILE *out) {
   std::fprintf(out,
                "timing     %d timed run%s after a warm-up, the median "
                "quoted%s; prefill at positions 0..P-1, decode at 1..%lld "
-               "after a 1-token prefill; random token ids, seed %llu; %s\n\n",
+               "after a 1-token prefill; random token ids, seed %llu; %s; "
+               "%s\n\n",
                r.options.repeat, r.options.repeat == 1 ? "" : "s",
                r.options.repeat == 1 ? "" : " (slowest-fastest)",
                (long long)r.options.genTokens,
@@ -150,7 +151,8 @@ void printTable(const BenchResults &r, std::FILE *out) {
                r.options.keepPageCache
                    ? "the artifact's pages left in the page cache as found"
                    : "the artifact evicted from the page cache before each "
-                     "load");
+                     "load",
+               weightPlacement(r.weightsInHugePages));
 
   std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   auto row = [&](std::string label, auto cell) {
@@ -257,24 +259,10 @@ void printTable(const BenchResults &r, std::FILE *out) {
 
 void printProfiles(const BenchResults &r, std::FILE *out) {
   for (const ThreadResult &t : r.runs)
-    for (const Profile &p : t.profiles) {
-      std::fprintf(
-          out, "\n## Profile, %d thread%s: %s (%lld step%s, %.2f ms)\n",
-          t.threads, t.threads == 1 ? "" : "s", p.what.c_str(),
-          (long long)p.steps, p.steps == 1 ? "" : "s", p.seconds * 1e3);
-      std::fprintf(out, "| kernel | op | ms | %% of step | calls |\n");
-      std::fprintf(out, "| --- | --- | ---: | ---: | ---: |\n");
-      double inKernels = 0;
-      for (const KernelTime &k : p.kernels) {
-        std::fprintf(out, "| %s | %s | %.3f | %.1f%% | %lld |\n",
-                     k.kernel.c_str(), k.op.c_str(), k.seconds * 1e3,
-                     100.0 * k.seconds / p.seconds, (long long)k.calls);
-        inKernels += k.seconds;
-      }
-      double outside = std::max(0.0, p.seconds - inKernels);
-      std::fprintf(out, "| (outside kernels) | | %.3f | %.1f%% | |\n",
-                   outside * 1e3, 100.0 * outside / p.seconds);
-    }
+    for (const Profile &p : t.profiles)
+      printProfile(std::to_string(t.threads) +
+                       (t.threads == 1 ? " thread" : " threads"),
+                   p, out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -346,20 +334,9 @@ json reportJson(const BenchResults &r) {
                 {"decode", decode}};
     if (!t.profiles.empty()) {
       json profiles = json::object();
-      for (const Profile &p : t.profiles) {
-        json kernels = json::array();
-        for (const KernelTime &k : p.kernels)
-          kernels.push_back({{"kernel", k.kernel},
-                             {"op", k.op},
-                             {"seconds", k.seconds},
-                             {"fraction", k.seconds / p.seconds},
-                             {"calls", k.calls}});
-        profiles[p.what.rfind("prefill", 0) == 0 ? "prefill" : "decode"] = {
-            {"what", p.what},
-            {"steps", p.steps},
-            {"seconds", p.seconds},
-            {"kernels", kernels}};
-      }
+      for (const Profile &p : t.profiles)
+        profiles[p.what.rfind("prefill", 0) == 0 ? "prefill" : "decode"] =
+            profileJson(p);
       run["profile"] = profiles;
     }
     runs.push_back(run);
@@ -396,7 +373,8 @@ json reportJson(const BenchResults &r) {
             {"gen_tokens", r.options.genTokens},
             {"repeat", r.options.repeat},
             {"seed", r.options.seed},
-            {"page_cache", r.options.keepPageCache ? "kept" : "evicted"}}},
+            {"page_cache", r.options.keepPageCache ? "kept" : "evicted"},
+            {"weights_in_huge_pages", r.weightsInHugePages}}},
           {"counting",
            {{"decode_bytes",
              "packed GEMM weight panels a token, classifier included; not the "

@@ -132,47 +132,6 @@ Samples timeDecode(CompiledModel &model, int64_t g, int repeat, uint64_t seed,
 // Profiles
 //===----------------------------------------------------------------------===//
 
-std::vector<double> profileSeconds(const CompiledModel &model) {
-  std::vector<double> seconds;
-  for (const CompiledModel::ProfileEntry &e : model.profile())
-    seconds.push_back(e.seconds);
-  return seconds;
-}
-
-/// Sums the calls made between two snapshots by kernel: the call name's
-/// prefix before ':' ("k03_gemm: kiln.fused_matmul at loc(...)"), the
-/// layers' calls of one kernel together.
-std::vector<KernelTime> aggregateByKernel(const CompiledModel &model,
-                                          const std::vector<double> &before,
-                                          int64_t steps) {
-  std::vector<CompiledModel::ProfileEntry> after = model.profile();
-  std::map<std::string, KernelTime> byKernel;
-  for (size_t i = 0; i < after.size(); ++i) {
-    const std::string &call = after[i].call;
-    size_t colon = call.find(':');
-    KernelTime &k = byKernel[call.substr(0, colon)];
-    if (k.kernel.empty()) {
-      k.kernel = call.substr(0, colon);
-      if (colon != std::string::npos) {
-        std::string rest = call.substr(colon + 1);
-        rest.erase(0, rest.find_first_not_of(' '));
-        k.op = rest.substr(0, rest.find(" at "));
-        std::replace(k.op.begin(), k.op.end(), '|', '/');
-      }
-    }
-    k.seconds += after[i].seconds - (i < before.size() ? before[i] : 0.0);
-    k.calls += steps;
-  }
-  std::vector<KernelTime> kernels;
-  for (auto &[name, k] : byKernel)
-    kernels.push_back(k);
-  std::sort(kernels.begin(), kernels.end(),
-            [](const KernelTime &a, const KernelTime &b) {
-              return a.seconds > b.seconds;
-            });
-  return kernels;
-}
-
 /// Profiles one prefill of `p` tokens and one decode of `g`, untimed runs
 /// of their own so the profile's clock reads do not touch the figures.
 std::vector<Profile> profileSteps(CompiledModel &model, int64_t p, int64_t g,
@@ -226,12 +185,14 @@ ThreadResult benchThreads(const BenchOptions &o, int threads, bool verify,
   runtime::CompiledModelOptions options;
   options.threads = threads;
   options.verifyHashes = verify; // once is enough
+  options.weightsInHugePages = !o.mappedWeights;
   std::unique_ptr<CompiledModel> model =
       CompiledModel::load(o.artifact, options);
   if (results.work.gemmEntries == 0) {
     results.work = countStepWork(*model);
     results.manifest = model->manifest();
     results.weightsSectionBytes = int64_t(model->weights().size());
+    results.weightsInHugePages = model->weightsInHugePages();
     if (model->manifest().libraries.size() > 1)
       progress("using " + model->stepLibraryChoice());
   }
@@ -274,6 +235,48 @@ ThreadResult benchThreads(const BenchOptions &o, int threads, bool verify,
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Profile snapshots
+//===----------------------------------------------------------------------===//
+
+std::vector<double> profileSeconds(const CompiledModel &model) {
+  std::vector<double> seconds;
+  for (const CompiledModel::ProfileEntry &e : model.profile())
+    seconds.push_back(e.seconds);
+  return seconds;
+}
+
+std::vector<KernelTime> aggregateByKernel(const CompiledModel &model,
+                                          const std::vector<double> &before,
+                                          int64_t steps) {
+  std::vector<CompiledModel::ProfileEntry> after = model.profile();
+  std::map<std::string, KernelTime> byKernel;
+  for (size_t i = 0; i < after.size(); ++i) {
+    const std::string &call = after[i].call;
+    size_t colon = call.find(':');
+    KernelTime &k = byKernel[call.substr(0, colon)];
+    if (k.kernel.empty()) {
+      k.kernel = call.substr(0, colon);
+      if (colon != std::string::npos) {
+        std::string rest = call.substr(colon + 1);
+        rest.erase(0, rest.find_first_not_of(' '));
+        k.op = rest.substr(0, rest.find(" at "));
+        std::replace(k.op.begin(), k.op.end(), '|', '/');
+      }
+    }
+    k.seconds += after[i].seconds - (i < before.size() ? before[i] : 0.0);
+    k.calls += steps;
+  }
+  std::vector<KernelTime> kernels;
+  for (auto &[name, k] : byKernel)
+    kernels.push_back(k);
+  std::sort(kernels.begin(), kernels.end(),
+            [](const KernelTime &a, const KernelTime &b) {
+              return a.seconds > b.seconds;
+            });
+  return kernels;
+}
 
 //===----------------------------------------------------------------------===//
 // The whole run

@@ -44,6 +44,10 @@ struct BenchOptions {
   /// Leave the artifact's pages in the page cache as they are, instead of
   /// evicting them before each load (see bench/README.md, "Page cache").
   bool keepPageCache = false;
+  /// Read the weights in the artifact's mapping instead of the copy in
+  /// transparent huge pages the runtime makes by default
+  /// (runtime::CompiledModelOptions::weightsInHugePages).
+  bool mappedWeights = false;
   /// Batch sizes of the batched decode (bench/BatchRunner.h); empty: the
   /// usual single-sequence figures instead.
   std::vector<int> batch;
@@ -81,6 +85,18 @@ struct Profile {
   std::vector<KernelTime> kernels; ///< slowest first
 };
 
+/// The model's profile counters (CompiledModel::profile()), one a kernel
+/// call of its step, in seconds: a snapshot for aggregateByKernel.
+std::vector<double> profileSeconds(const runtime::CompiledModel &model);
+
+/// Sums the time spent since the snapshot `before` by kernel: the call
+/// name's prefix before ':' ("k03_gemm: kiln.fused_matmul at loc(...)"),
+/// the layers' calls of one kernel together; `steps` steps ran. Slowest
+/// first.
+std::vector<KernelTime> aggregateByKernel(const runtime::CompiledModel &model,
+                                          const std::vector<double> &before,
+                                          int64_t steps);
+
 /// Everything measured at one thread count.
 struct ThreadResult {
   int threads = 0;
@@ -102,6 +118,7 @@ struct BenchResults {
   runtime::ArtifactManifest manifest;
   StepWork work;
   int64_t weightsSectionBytes = 0; ///< of the library the model runs
+  bool weightsInHugePages = false; ///< the model's weights were copied there
   std::string date;                ///< "YYYY-MM-DD HH:MM UTC"
   std::string cpu;                 ///< the host CPU's model name
   std::vector<ThreadResult> runs;  ///< one per BenchOptions::threads

@@ -6,6 +6,7 @@
 
 #include "bench/ReportPieces.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace kiln::bench {
@@ -29,6 +30,43 @@ nlohmann::json samplesJson(const Samples &s) {
           {"best_seconds", s.best()},
           {"worst_seconds", s.worst()},
           {"median_seconds", s.median()}};
+}
+
+void printProfile(const std::string &who, const Profile &p, std::FILE *out) {
+  std::fprintf(out, "\n## Profile, %s: %s (%lld step%s, %.2f ms)\n",
+               who.c_str(), p.what.c_str(), (long long)p.steps,
+               p.steps == 1 ? "" : "s", p.seconds * 1e3);
+  std::fprintf(out, "| kernel | op | ms | %% of step | calls |\n");
+  std::fprintf(out, "| --- | --- | ---: | ---: | ---: |\n");
+  double inKernels = 0;
+  for (const KernelTime &k : p.kernels) {
+    std::fprintf(out, "| %s | %s | %.3f | %.1f%% | %lld |\n", k.kernel.c_str(),
+                 k.op.c_str(), k.seconds * 1e3, 100.0 * k.seconds / p.seconds,
+                 (long long)k.calls);
+    inKernels += k.seconds;
+  }
+  double outside = std::max(0.0, p.seconds - inKernels);
+  std::fprintf(out, "| (outside kernels) | | %.3f | %.1f%% | |\n",
+               outside * 1e3, 100.0 * outside / p.seconds);
+}
+
+nlohmann::json profileJson(const Profile &p) {
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelTime &k : p.kernels)
+    kernels.push_back({{"kernel", k.kernel},
+                       {"op", k.op},
+                       {"seconds", k.seconds},
+                       {"fraction", k.seconds / p.seconds},
+                       {"calls", k.calls}});
+  return {{"what", p.what},
+          {"steps", p.steps},
+          {"seconds", p.seconds},
+          {"kernels", kernels}};
+}
+
+const char *weightPlacement(bool inHugePages) {
+  return inHugePages ? "weights copied into transparent huge pages"
+                     : "weights read in the artifact's mapping";
 }
 
 } // namespace kiln::bench

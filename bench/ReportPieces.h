@@ -2,8 +2,9 @@
 //
 // Part of Kiln's benchmark library. What both reports (BenchReport.h, one
 // sequence; BatchReport.h, batched decode) format the same way: a number
-// with printf, a rate with its slowest and fastest runs beside it, and a
-// cell's timed runs as JSON.
+// with printf, a rate with its slowest and fastest runs beside it, a
+// cell's timed runs as JSON, where the weights were read, and a profile's
+// table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <string>
 
 namespace kiln::bench {
@@ -27,6 +29,19 @@ std::string rateWithSpread(double work, const Samples &s);
 
 /// A cell's timed runs: every run's seconds, the best, worst and median.
 nlohmann::json samplesJson(const Samples &s);
+
+/// Where the timed model read its weights, for the report's timing line:
+/// "weights copied into transparent huge pages" or "weights read in the
+/// artifact's mapping".
+const char *weightPlacement(bool inHugePages);
+
+/// A profile as a section: "## Profile, <who>: <what> (N steps, T ms)",
+/// then a row per kernel (its time, share of the steps, calls) and the time
+/// outside kernels.
+void printProfile(const std::string &who, const Profile &p, std::FILE *out);
+
+/// A profile as JSON: what, steps, seconds and the kernels' rows.
+nlohmann::json profileJson(const Profile &p);
 
 } // namespace kiln::bench
 

@@ -16,6 +16,9 @@
 #include <set>
 #include <stdexcept>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace kiln::runtime {
 
 namespace {
@@ -293,6 +296,22 @@ CompiledModel::CompiledModel(Artifact file, StepLibrary library,
     : file(std::move(file)), library(std::move(library)), info(std::move(info)),
       choice(std::move(choice)) {
   weightBytes = this->file.section(stepLibrary().weightsSection);
+  if (options.weightsInHugePages && stepLibrary().device != "cuda" &&
+      !weightBytes.empty() && transparentHugePagesOnAdvice()) {
+    weightCopy = std::make_unique<HugePageBuffer>(int64_t(weightBytes.size()));
+    std::memcpy(weightCopy->data(), weightBytes.data(), weightBytes.size());
+    // The mapping's pages of the section are no longer read: drop them from
+    // this process (the page cache keeps them, reclaimable), so resident
+    // memory counts the weights once.
+    uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    uintptr_t from = reinterpret_cast<uintptr_t>(weightBytes.data());
+    uintptr_t begin = (from + page - 1) / page * page,
+              end = (from + weightBytes.size()) / page * page;
+    if (end > begin)
+      ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+    weightBytes = std::string_view(
+        reinterpret_cast<const char *>(weightCopy->data()), weightBytes.size());
+  }
   pool = std::make_unique<ThreadPool>(options.threads);
   parallel = pool->abi();
   size_t arenaBytes = size_t(this->info.arenaBytes + 64) / 64 * 64;

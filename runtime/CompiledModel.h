@@ -4,8 +4,11 @@
 // without MLIR: maps the file, verifies its sections, picks the most capable
 // step library this CPU has the features for (an artifact carries one per
 // target it was compiled for), loads it and allocates what a step needs (the
-// activation arena and a KV cache), then runs steps on a thread pool. The
-// weights stay in the mapped file.
+// activation arena and a KV cache), then runs steps on a thread pool. A CPU
+// library's weights are copied out of the mapped file into transparent huge
+// pages where the kernel allows them (decode streams them at the read
+// bandwidth there, not in the file's 4 KiB pages); elsewhere, or when asked,
+// they stay in the mapped file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +16,7 @@
 #define KILN_RUNTIME_COMPILEDMODEL_H
 
 #include "runtime/Artifact.h"
+#include "runtime/HugePageBuffer.h"
 #include "runtime/PackedWeight.h"
 #include "runtime/PagedKVCache.h"
 #include "runtime/StepBatch.h"
@@ -110,6 +114,11 @@ struct CompiledModelOptions {
   /// on every target (runtime/StepABI.h).
   int32_t kvBlockPositions = 16;
   bool verifyHashes = true;
+  /// Copy a CPU library's packed weights into anonymous memory in
+  /// transparent huge pages (runtime/HugePageBuffer.h) when the kernel's
+  /// policy allows them; false, or no huge pages: read them in the mapped
+  /// file, which costs no copy and shares the page cache between processes.
+  bool weightsInHugePages = true;
 };
 
 /// The widest vector any target has, in floats (AVX-512): the smallest
@@ -137,8 +146,12 @@ public:
   /// For a CUDA artifact, what its steps run on ("NVIDIA H200, sm_90, ..."
   /// or "the CPU block emulator"); empty for a CPU artifact.
   std::string cudaDevice() const;
-  /// The packed weights the step library reads (its weights section).
+  /// The packed weights the step library reads (its weights section, or
+  /// the copy of it in huge pages).
   std::string_view weights() const { return weightBytes; }
+  /// Whether weights() is a copy in transparent huge pages rather than the
+  /// mapped file (CompiledModelOptions::weightsInHugePages).
+  bool weightsInHugePages() const { return weightCopy != nullptr; }
   TokenizerSpec tokenizerSpec() const;
   const Artifact &artifact() const { return file; }
   ThreadPool &threadPool() { return *pool; }
@@ -175,7 +188,8 @@ private:
   StepLibrary library;
   ArtifactManifest info;
   std::string choice;
-  std::string_view weightBytes; ///< into `file`'s mapping
+  std::string_view weightBytes; ///< into `file`'s mapping or weightCopy
+  std::unique_ptr<HugePageBuffer> weightCopy;
   std::unique_ptr<ThreadPool> pool;
   kiln_parallel parallel;
   struct FreeDeleter {

@@ -7,12 +7,12 @@
 #include "runtime/MachineProbe.h"
 
 #include "runtime/CpuFeatures.h"
+#include "runtime/HugePageBuffer.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <new>
 #include <optional>
@@ -20,7 +20,6 @@
 #include <utility>
 #include <vector>
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -91,41 +90,6 @@ struct FloatBuffer {
 
 /// Bytes per chunk of the read probe: the triad's chunk of one array.
 constexpr int64_t kReadChunkBytes = kTriadChunk * int64_t(sizeof(float));
-constexpr int64_t kHugePageBytes = 2 * 1024 * 1024;
-
-/// Whether the kernel backs `madvise(MADV_HUGEPAGE)` regions with
-/// transparent huge pages: its policy is `always` or `madvise`, not `never`.
-bool transparentHugePagesOnAdvice() {
-  std::ifstream policy("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string text;
-  std::getline(policy, text);
-  return text.find("[always]") != std::string::npos ||
-         text.find("[madvise]") != std::string::npos;
-}
-
-/// Anonymous memory in whole 2 MiB pages, advised to be backed by
-/// transparent huge pages (where the kernel's policy allows them; elsewhere
-/// 4 KiB pages remain, and `hugePages` says so).
-struct HugePageBuffer {
-  explicit HugePageBuffer(int64_t bytes)
-      : size((bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes) {
-    void *p = ::mmap(nullptr, size_t(size), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-      throw std::bad_alloc();
-    data = static_cast<unsigned char *>(p);
-#ifdef MADV_HUGEPAGE
-    hugePages = ::madvise(p, size_t(size), MADV_HUGEPAGE) == 0 &&
-                transparentHugePagesOnAdvice();
-#endif
-  }
-  ~HugePageBuffer() { ::munmap(data, size_t(size)); }
-  HugePageBuffer(const HugePageBuffer &) = delete;
-  HugePageBuffer &operator=(const HugePageBuffer &) = delete;
-  int64_t size;
-  unsigned char *data;
-  bool hugePages = false;
-};
 
 /// XOR-folds `bytes` (a multiple of 512) from `p` (64-byte aligned) into
 /// eight independent accumulators; returns the fold so no load is dead.
@@ -399,14 +363,14 @@ ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool &pool, int64_t arrayBytes)
   int64_t chunks = std::max<int64_t>(1, arrayBytes / kReadChunkBytes);
   state = std::make_unique<State>(chunks * kReadChunkBytes);
   auto [loop, isa] = chooseReadLoop();
-  state->job = ReadJob{state->buffer.data, loop};
+  state->job = ReadJob{state->buffer.data(), loop};
   state->chunks = chunks;
   // First touch by the chunks that will read the pages.
   pool.parallelFor(chunks, 1, readInit, &state->job);
   pool.parallelFor(chunks, 1, readRun, &state->job); // warm-up: clocks, TLBs
   best.arrayBytes = chunks * kReadChunkBytes;
   best.isa = isa;
-  best.hugePages = state->buffer.hugePages;
+  best.hugePages = state->buffer.hugePages();
 }
 
 ReadBandwidthProbe::~ReadBandwidthProbe() = default;

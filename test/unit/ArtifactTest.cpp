@@ -10,6 +10,7 @@
 #include "runtime/Artifact.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/CpuFeatures.h"
+#include "runtime/HugePageBuffer.h"
 #include "runtime/StepLibrary.h"
 #include "runtime/TokenizerSpecJson.h"
 
@@ -769,6 +770,60 @@ TEST_F(ArtifactFiles, LoadRunsTheBestStepLibrary) {
     EXPECT_EQ(model->manifest().libraries.size(), 3u);
     EXPECT_EQ(model->weights(), c.weights);
     EXPECT_EQ(model->stepLibraryChoice(), c.choice);
+  }
+}
+
+/// A CPU library's weights are copied into transparent huge pages where the
+/// kernel allows them (whole 2 MiB pages, 2 MiB aligned, outside the file's
+/// mapping, the same bytes); asked not to, or without huge pages, they are
+/// read in the mapping.
+TEST_F(ArtifactFiles, WeightsAreCopiedIntoHugePagesOrStayMapped) {
+  std::string code = readFile(KILN_TEST_STEP_LIBRARY);
+  std::string weights(3 * 4096 + 5, '\0');
+  for (size_t i = 0; i < weights.size(); ++i)
+    weights[i] = char(i * 7 + 3);
+  ArtifactWriter writer;
+  writer.addSection(
+      "manifest", manifestWithLibraries({{"portable", {}, "code", "weights"}}));
+  writer.addSection("code", code);
+  writer.addSection("weights", weights, kPageAlignment);
+  writer.addSection("tokenizer", R"({"format": "kiln-tokenizer", "version": 1,
+      "model": "byte_level_bpe", "tokens": ["a", "b", "c", "d"]})");
+  writer.write(file("model.kiln"));
+
+  for (bool huge : {true, false}) {
+    SCOPED_TRACE(huge ? "huge pages asked for" : "mapped asked for");
+    CompiledModelOptions options;
+    options.threads = 1;
+    options.weightsInHugePages = huge;
+    std::unique_ptr<CompiledModel> model =
+        CompiledModel::load(file("model.kiln"), options);
+    EXPECT_EQ(model->weights(), weights);
+    bool copied = huge && transparentHugePagesOnAdvice();
+    EXPECT_EQ(model->weightsInHugePages(), copied);
+    std::string_view mapped = model->artifact().section("weights");
+    EXPECT_EQ(model->weights().data() == mapped.data(), !copied);
+    if (copied)
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(model->weights().data()) %
+                    uintptr_t(kHugePageBytes),
+                0u);
+  }
+}
+
+TEST(HugePageBuffer, WholeAlignedWritablePages) {
+  for (int64_t bytes : {int64_t(1), kHugePageBytes, kHugePageBytes + 1}) {
+    SCOPED_TRACE(bytes);
+    HugePageBuffer buffer(bytes);
+    EXPECT_EQ(buffer.size() % kHugePageBytes, 0);
+    EXPECT_GE(buffer.size(), bytes);
+    EXPECT_LT(buffer.size() - bytes, kHugePageBytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer.data()) %
+                  uintptr_t(kHugePageBytes),
+              0u);
+    EXPECT_EQ(buffer.hugePages(), transparentHugePagesOnAdvice());
+    buffer.data()[0] = 1;
+    buffer.data()[buffer.size() - 1] = 2;
+    EXPECT_EQ(buffer.data()[0] + buffer.data()[buffer.size() - 1], 3);
   }
 }
 

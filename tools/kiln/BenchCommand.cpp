@@ -52,9 +52,10 @@ void checkBatchOptions(const BenchOptions &o,
         " positions, more than the artifact's context of " +
         std::to_string(manifest.contextLength) +
         "; lower --prompt-tokens or --gen-tokens");
-  if (o.profile || !o.plot.empty())
+  if (!o.plot.empty())
     throw std::runtime_error(
-        "--batch times batched decode only: drop --profile and --plot");
+        "--batch times batched decode only: drop --plot (it draws tokens/s "
+        "against threads)");
 }
 
 /// Checks the options against the artifact, so mistakes are named before

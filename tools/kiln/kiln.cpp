@@ -824,6 +824,10 @@ int main(int argc, char **argv) {
   benchCmd->add_flag("--keep-page-cache", benchOptions.keepPageCache,
                      "Do not evict the artifact from the page cache before "
                      "each load (bench/README.md)");
+  benchCmd->add_flag("--mapped-weights", benchOptions.mappedWeights,
+                     "Read the weights in the artifact's mapping, not in the "
+                     "copy in transparent huge pages the runtime makes by "
+                     "default (bench/README.md)");
   benchCmd
       ->add_option("--batch", benchOptions.batch,
                    "Batch sizes: time decode of B sequences together, one "
