@@ -11,6 +11,7 @@
 #include <string>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace kiln::runtime {
 
@@ -22,7 +23,7 @@ bool transparentHugePagesOnAdvice() {
          text.find("[madvise]") != std::string::npos;
 }
 
-HugePageBuffer::HugePageBuffer(int64_t request)
+HugePageBuffer::HugePageBuffer(int64_t request, bool populate)
     : length((request + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes) {
   if (length == 0)
     length = kHugePageBytes;
@@ -46,6 +47,12 @@ HugePageBuffer::HugePageBuffer(int64_t request)
   huge = ::madvise(bytes, size_t(length), MADV_HUGEPAGE) == 0 &&
          transparentHugePagesOnAdvice();
 #endif
+  if (populate) {
+    long page = ::sysconf(_SC_PAGESIZE);
+    int64_t step = huge ? kHugePageBytes : int64_t(page > 0 ? page : 4096);
+    for (int64_t at = 0; at < length; at += step)
+      static_cast<volatile unsigned char *>(bytes)[at] = 0;
+  }
 }
 
 HugePageBuffer::~HugePageBuffer() { ::munmap(bytes, size_t(length)); }

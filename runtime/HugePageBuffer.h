@@ -25,11 +25,13 @@ bool transparentHugePagesOnAdvice();
 
 /// Anonymous memory rounded up to whole 2 MiB pages, 2 MiB aligned, advised
 /// to be backed by transparent huge pages. Where the kernel's policy does
-/// not allow them, 4 KiB pages remain and hugePages() says so. Throws
-/// std::bad_alloc when the memory cannot be mapped.
+/// not allow them, 4 KiB pages remain and hugePages() says so. The memory
+/// is zero; `populate` faults every page in now (a write to each) rather
+/// than on first use, so that no later first touch pays for zeroing a 2 MiB
+/// page. Throws std::bad_alloc when the memory cannot be mapped.
 class HugePageBuffer {
 public:
-  explicit HugePageBuffer(int64_t bytes);
+  explicit HugePageBuffer(int64_t bytes, bool populate = false);
   ~HugePageBuffer();
   HugePageBuffer(const HugePageBuffer &) = delete;
   HugePageBuffer &operator=(const HugePageBuffer &) = delete;

@@ -62,13 +62,17 @@ PagedKVCache::PagedKVCache(const PagedKVCacheOptions &o) : options(o) {
                            std::to_string(2 * blockBytes) + " bytes");
   require(wanted <= INT32_MAX, "too many blocks");
   blocks = int32_t(wanted);
-  keys.assign(size_t(blocks) * size_t(blockBytes), 0);
-  values.assign(keys.size(), 0);
+  // In transparent huge pages: attention reads a head's D elements of each
+  // position's value row, 4 KiB pages apart or more, so in 4 KiB pages
+  // nearly every position costs a TLB miss (bench/NOTES.md, v17). Faulted
+  // in now, so that no step pays for zeroing a page it is the first to use.
+  keys = std::make_unique<HugePageBuffer>(int64_t(blocks) * blockBytes, true);
+  values = std::make_unique<HugePageBuffer>(int64_t(blocks) * blockBytes, true);
   blockTables = std::make_unique<KVBlockTables>(
       blocks, o.blockPositions, o.maxSequences, int32_t(blocksPerSequence));
 
-  cache.keys = keys.data();
-  cache.values = values.data();
+  cache.keys = keys->data();
+  cache.values = values->data();
   cache.position_stride = row;
   cache.key_stride = o.blockPositions;
   cache.layer_stride = o.blockPositions * row;
@@ -91,9 +95,10 @@ int64_t PagedKVCache::poolBytes() const {
 
 void PagedKVCache::copyBlock(int32_t from, int32_t to) {
   size_t n = size_t(blockBytes);
-  std::memcpy(keys.data() + size_t(to) * n, keys.data() + size_t(from) * n, n);
-  std::memcpy(values.data() + size_t(to) * n, values.data() + size_t(from) * n,
+  std::memcpy(keys->data() + size_t(to) * n, keys->data() + size_t(from) * n,
               n);
+  std::memcpy(values->data() + size_t(to) * n,
+              values->data() + size_t(from) * n, n);
 }
 
 bool PagedKVCache::reserve(int32_t seq, int64_t begin, int64_t end) {

@@ -18,6 +18,7 @@
 #ifndef KILN_RUNTIME_PAGEDKVCACHE_H
 #define KILN_RUNTIME_PAGEDKVCACHE_H
 
+#include "runtime/HugePageBuffer.h"
 #include "runtime/KVBlockTables.h"
 #include "runtime/StepABI.h"
 #include "runtime/StepBatch.h"
@@ -95,7 +96,7 @@ private:
   PagedKVCacheOptions options;
   int32_t blocks = 0;
   int64_t blockBytes = 0; ///< of keys (and of values) per block
-  std::vector<uint8_t> keys, values;
+  std::unique_ptr<HugePageBuffer> keys, values; ///< blocks * blockBytes each
   std::unique_ptr<KVBlockTables> blockTables;
   kiln_kv_cache cache{};
 };
