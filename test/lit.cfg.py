@@ -20,7 +20,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # (and CPU feature overrides from the caller's shell do not leak in).
 config.environment["KILN_CACHE_DIR"] = os.path.join(config.test_exec_root, "kiln-cache")
 config.environment.pop("KILN_CPU_FEATURES", None)
-llvm_config.add_tool_substitutions(["kiln-opt", "kiln"], [config.kiln_tools_dir])
+llvm_config.add_tool_substitutions(
+    ["kiln-opt", "kiln", "kiln-kernel-bench"], [config.kiln_tools_dir])
 
 config.substitutions.append(("%kiln_src_root", config.kiln_src_root))
 config.substitutions.append(("%kiln_obj_root", config.kiln_obj_root))

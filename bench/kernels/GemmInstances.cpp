@@ -1,0 +1,134 @@
+//===- GemmInstances.cpp - The GEMMs kiln-kernel-bench times --------------===//
+//
+// Part of Kiln's kernel microbenchmark; compiled with -march=native. The
+// tiles follow passes/TileOps.cpp's rule for the host's vector width V:
+// register blocks of 6 rows by 4V columns (a swiglu's two weights: 2V),
+// whole-K k blocks, one m block of up to 336 rows, N split for 2 cores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bench/kernels/GemmInstances.h"
+
+#include "codegen/cpu/kernels/Gemm.h"
+
+#define KILN_BENCH_STR2(x) #x
+#define KILN_BENCH_STR(x) KILN_BENCH_STR2(x)
+
+namespace kiln::kernel_bench {
+namespace {
+
+using kernels::Quant;
+using kernels::V;
+
+/// n rounded up to a multiple of `to`.
+constexpr int64_t round_up(int64_t n, int64_t to) {
+  return (n + to - 1) / to * to;
+}
+
+/// The tiles for 2 cores: decode splits N into 4 tasks per core, prefill
+/// into one per core (TileOps.cpp).
+template <int64_t N_, int64_t K_, bool SWIGLU_, Quant QUANT_> struct Config {
+  static constexpr int64_t N = N_, K = K_;
+  static constexpr int NR = (SWIGLU_ ? 2 : 4) * V, MR = 6, DECODE_MR = 6;
+  static constexpr int64_t PREFILL_FROM = 6;
+  static constexpr int64_t PREFILL_M = 336,
+                           PREFILL_N = round_up((N + 1) / 2, NR), PREFILL_K = K;
+  static constexpr int64_t DECODE_M = 6, DECODE_N = round_up((N + 7) / 8, NR),
+                           DECODE_K = K;
+  static constexpr bool SWIGLU = SWIGLU_, HAS_BIAS = false,
+                        HAS_RESIDUAL = false, HAS_PROLOGUE = false;
+  static constexpr kernels::Unary ACTIVATION = kernels::Unary::Identity;
+  static constexpr float EPSILON = 0.0f;
+  static constexpr bool BF16_PAIRS = false, BF16_DOT = false;
+  static constexpr Quant QUANT = QUANT_;
+  static constexpr bool AMX = false;
+  using wtype = std::conditional_t<QUANT_ == Quant::None, float, uint8_t>;
+};
+
+template <class C> struct Instance {
+  using G = kernels::Gemm<C>;
+  static constexpr int64_t BYTES = C::QUANT == Quant::None
+                                       ? G::PANELS * C::NR * C::K * 4
+                                       : G::PANELS * G::KB * G::PANEL_BLOCK;
+
+  static int64_t scratchBytes(int64_t rows) { return G::scratch_bytes(rows); }
+
+  static void prepare(void *w) {
+    if constexpr (C::QUANT != Quant::None) {
+      // Each panel block starts with NR f16 scales (Quant.h): 2^-4, 0x2c00.
+      uint8_t *b = static_cast<uint8_t *>(w);
+      for (int64_t blk = 0; blk < G::PANELS * G::KB; ++blk)
+        for (int c = 0; c < C::NR; ++c) {
+          b[blk * G::PANEL_BLOCK + 2 * c] = 0x00;
+          b[blk * G::PANEL_BLOCK + 2 * c + 1] = 0x2c;
+        }
+    }
+    (void)w;
+  }
+
+  static void run(const kiln_step_args *a, int64_t rows, const float *x,
+                  float *scratch, const void *w, const void *w2, float *y) {
+    G::run(a, rows, x, nullptr, scratch, w, w2, nullptr, nullptr, y);
+  }
+
+  static GemmInstance describe(const char *name) {
+    return {name,  C::N,  C::K,          C::SWIGLU, BYTES,
+            C::NR, C::MR, &scratchBytes, &prepare,  &run};
+  }
+};
+
+} // namespace
+
+const std::vector<GemmInstance> &gemmInstances() {
+  static const std::vector<GemmInstance> all = {
+      // kiln make-model's llama-110m: dim 768, hidden 2048.
+      Instance<Config<2304, 768, false, Quant::None>>::describe(
+          "f32 2304x768 (110m qkv)"),
+      Instance<Config<2048, 768, true, Quant::None>>::describe(
+          "f32 swiglu 2048x768 (110m ffn)"),
+      Instance<Config<768, 2048, false, Quant::None>>::describe(
+          "f32 768x2048 (110m down)"),
+      // llama-1b: dim 2048, hidden 5632.
+      Instance<Config<5632, 2048, true, Quant::Q8_0>>::describe(
+          "q8_0 swiglu 5632x2048 (1b ffn)"),
+      Instance<Config<2048, 5632, false, Quant::Q8_0>>::describe(
+          "q8_0 2048x5632 (1b down)"),
+      Instance<Config<5632, 2048, true, Quant::Q4_0>>::describe(
+          "q4_0 swiglu 5632x2048 (1b ffn)"),
+      Instance<Config<2048, 5632, false, Quant::Q4_0>>::describe(
+          "q4_0 2048x5632 (1b down)"),
+  };
+  return all;
+}
+
+const char *compiledFeatures() {
+  return "V=" KILN_BENCH_STR(KILN_VECTOR_FLOATS)
+#if defined(__AVX512F__)
+      " avx512f"
+#endif
+#if defined(__AVX512VNNI__)
+      " avx512vnni"
+#endif
+#if defined(__AVXVNNI__)
+      " avxvnni"
+#endif
+#if defined(__AVX2__)
+      " avx2"
+#endif
+      ;
+}
+
+float readFloats(const float *data, int64_t begin, int64_t end) {
+  using kernels::vfloat;
+  vfloat sum[4] = {};
+  int64_t i = begin;
+  for (; i + 4 * V <= end; i += 4 * V)
+    for (int j = 0; j < 4; ++j)
+      sum[j] += kernels::vload(data + i + j * V);
+  float total = kernels::hsum(sum[0] + sum[1] + sum[2] + sum[3]);
+  for (; i < end; ++i)
+    total += data[i];
+  return total;
+}
+
+} // namespace kiln::kernel_bench
