@@ -2,8 +2,9 @@
 //
 // Part of Kiln's kernel microbenchmark; compiled with -march=native. The
 // tiles follow passes/TileOps.cpp's rule for the host's vector width V:
-// register blocks of 6 rows by 4V columns (a swiglu's two weights: 2V),
-// whole-K k blocks, one m block of up to 336 rows, N split for 2 cores.
+// register blocks of 6 rows by 4V columns with AVX-512 (a swiglu's two
+// weights: 2V; AVX2 halves both), whole-K k blocks, one m block of up to
+// 336 rows, N split for 2 cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +30,10 @@ constexpr int64_t round_up(int64_t n, int64_t to) {
 /// into one per core (TileOps.cpp).
 template <int64_t N_, int64_t K_, bool SWIGLU_, Quant QUANT_> struct Config {
   static constexpr int64_t N = N_, K = K_;
-  static constexpr int NR = (SWIGLU_ ? 2 : 4) * V, MR = 6, DECODE_MR = 6;
+  // TileOps' register blocks: 6 x 4V with AVX-512's 32 registers (a
+  // swiglu's two weights: 6 x 2V), 6 x 2V with AVX2's 16 (swiglu: 6 x V).
+  static constexpr int NR = (SWIGLU_ ? 1 : 2) * (V == 16 ? 2 : 1) * V, MR = 6,
+                       DECODE_MR = 6;
   static constexpr int64_t PREFILL_FROM = 6;
   static constexpr int64_t PREFILL_M = 336,
                            PREFILL_N = round_up((N + 1) / 2, NR), PREFILL_K = K;
