@@ -122,17 +122,4 @@ const char *compiledFeatures() {
       ;
 }
 
-float readFloats(const float *data, int64_t begin, int64_t end) {
-  using kernels::vfloat;
-  vfloat sum[4] = {};
-  int64_t i = begin;
-  for (; i + 4 * V <= end; i += 4 * V)
-    for (int j = 0; j < 4; ++j)
-      sum[j] += kernels::vload(data + i + j * V);
-  float total = kernels::hsum(sum[0] + sum[1] + sum[2] + sum[3]);
-  for (; i < end; ++i)
-    total += data[i];
-  return total;
-}
-
 } // namespace kiln::kernel_bench

@@ -45,10 +45,6 @@ const std::vector<GemmInstance> &gemmInstances();
 /// avx512vnni ..."), to name in the report.
 const char *compiledFeatures();
 
-/// The read probe: floats [begin, end) of `data` summed in vectors, so that
-/// every byte is loaded once and nothing else is done.
-float readFloats(const float *data, int64_t begin, int64_t end);
-
 } // namespace kiln::kernel_bench
 
 #endif // KILN_BENCH_KERNELS_GEMMINSTANCES_H

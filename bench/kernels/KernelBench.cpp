@@ -15,9 +15,11 @@
 // (runtime/HugePageBuffer.h). Counters:
 //   bytes_per_second  weight bytes read per second
 //   GFLOPS            2 * rows * n * k (twice for swiglu) per second
-//   of_read           bytes_per_second over the read probe's: the same
-//                     working set summed in vectors by as many threads,
-//                     measured once per thread count in the same process
+//   of_read           bytes_per_second over the read probe's
+//                     (runtime/MachineProbe.h, what `kiln bench` quotes
+//                     decode against): as many bytes as the working set,
+//                     read by as many threads, in the same process
+// The label names the register block (rows x columns).
 //
 // The read probe also runs as its own benchmark (read/threads:T).
 //
@@ -25,12 +27,12 @@
 
 #include "bench/kernels/GemmInstances.h"
 #include "runtime/HugePageBuffer.h"
+#include "runtime/MachineProbe.h"
 #include "runtime/ThreadPool.h"
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -67,49 +69,24 @@ runtime::ThreadPool &pool(int threads) {
   return *p;
 }
 
-/// Sums the working set on `threads` threads once; returns the seconds.
-double readOnce(int threads) {
-  const float *data = workingSet();
-  const int64_t floats = workingSetBytes / 4, chunk = int64_t(1) << 20;
-  const int64_t chunks = (floats + chunk - 1) / chunk;
-  struct Job {
-    const float *data;
-    int64_t floats, chunk;
-    std::vector<float> sums; // one per chunk: no two threads share one
-  } job{data, floats, chunk, std::vector<float>(chunks)};
-  auto start = std::chrono::steady_clock::now();
-  pool(threads).parallelFor(
-      chunks, 1,
-      [](void *ctx, int64_t begin, int64_t end) {
-        Job &j = *static_cast<Job *>(ctx);
-        for (int64_t c = begin; c < end; ++c)
-          j.sums[c] = readFloats(j.data, c * j.chunk,
-                                 std::min(j.floats, (c + 1) * j.chunk));
-      },
-      &job);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  benchmark::DoNotOptimize(job.sums.data());
-  return seconds;
-}
-
-/// The read probe's bytes per second on `threads` threads: the best of 5.
-double readProbe(int threads) {
-  static std::map<int, double> measured;
-  auto it = measured.find(threads);
-  if (it != measured.end())
-    return it->second;
-  double best = 1e30;
-  for (int i = 0; i < 5; ++i)
-    best = std::min(best, readOnce(threads));
-  return measured[threads] = double(workingSetBytes) / best;
+/// The read probe on `threads` threads: runtime/MachineProbe.h's, the one
+/// `kiln bench` quotes decode against, over as many bytes as the working
+/// set.
+runtime::ReadBandwidthProbe &readProbe(int threads) {
+  static std::map<int, std::unique_ptr<runtime::ReadBandwidthProbe>> probes;
+  auto &p = probes[threads];
+  if (!p)
+    p = std::make_unique<runtime::ReadBandwidthProbe>(pool(threads),
+                                                      workingSetBytes);
+  return *p;
 }
 
 void readBenchmark(benchmark::State &state, int threads) {
+  runtime::ReadBandwidthProbe &probe = readProbe(threads);
   for (auto _ : state)
-    state.SetIterationTime(readOnce(threads));
-  state.SetBytesProcessed(int64_t(state.iterations()) * workingSetBytes);
+    state.SetIterationTime(double(probe.result().arrayBytes) / probe.sample(1));
+  state.SetBytesProcessed(int64_t(state.iterations()) *
+                          probe.result().arrayBytes);
 }
 
 void gemmBenchmark(benchmark::State &state, const GemmInstance &gemm,
@@ -139,7 +116,9 @@ void gemmBenchmark(benchmark::State &state, const GemmInstance &gemm,
   kiln_step_args args{};
   args.parallel = &parallel;
 
-  double probe = readProbe(threads);
+  // The probe's best of 5 passes (and of any earlier samples).
+  readProbe(threads).sample(5);
+  const double probe = readProbe(threads).result().bytesPerSecond;
   int64_t c = 0;
   for (auto _ : state) {
     const uint8_t *w = base + c * weights * stride;
@@ -154,6 +133,7 @@ void gemmBenchmark(benchmark::State &state, const GemmInstance &gemm,
       benchmark::Counter(2.0 * rows * gemm.n * gemm.k * weights * 1e-9 *
                              double(state.iterations()),
                          benchmark::Counter::kIsRate);
+  state.SetLabel(std::to_string(gemm.mr) + "x" + std::to_string(gemm.nr));
   state.counters["of_read"] =
       benchmark::Counter(perCall * double(state.iterations()) / probe,
                          benchmark::Counter::kIsRate);
