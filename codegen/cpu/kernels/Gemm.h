@@ -249,6 +249,38 @@ template <class C> struct Gemm {
               }
             }
           }
+        } else if constexpr (M == 1 && Q4_HIGH_IN_PLACE) {
+          // One row: unpacking is per weight byte and the dot products are
+          // too, so the shift per chunk is a third of the integer work. The
+          // high nibbles are multiplied in place (16 * level) into sums of
+          // their own, shifted back once per block (Vector.h).
+          vi32 dhi[Q], dhi2[S2];
+          for (int j = 0; j < Q; ++j) {
+            dhi[j] = vi32{};
+            if (SWIGLU)
+              dhi2[j] = vi32{};
+          }
+          for (int p = 0; p < 4; ++p) {
+            uint32_t xlo, xhi;
+            memcpy(&xlo, xb + 4 * p, sizeof xlo);
+            memcpy(&xhi, xb + 16 + 4 * p, sizeof xhi);
+            for (int j = 0; j < Q; ++j) {
+              vu32 raw;
+              memcpy(&raw, wb + p * 4 * NR + 4 * j * V, sizeof raw);
+              dot[0][j] = vdot_u8_i32(dot[0][j], raw & 0x0f0f0f0fu, xlo);
+              dhi[j] = vdot_u8_i32(dhi[j], raw & 0xf0f0f0f0u, xhi);
+              if (SWIGLU) {
+                memcpy(&raw, wb2 + p * 4 * NR + 4 * j * V, sizeof raw);
+                dot2[0][j] = vdot_u8_i32(dot2[0][j], raw & 0x0f0f0f0fu, xlo);
+                dhi2[j] = vdot_u8_i32(dhi2[j], raw & 0xf0f0f0f0u, xhi);
+              }
+            }
+          }
+          for (int j = 0; j < Q; ++j) {
+            dot[0][j] += dhi[j] >> 4;
+            if (SWIGLU)
+              dot2[0][j] += dhi2[j] >> 4;
+          }
         } else {
           vq4acc d4[M][Q], d42[SWIGLU ? M : 1][S2];
           for (int i = 0; i < M; ++i)

@@ -308,6 +308,30 @@ inline vq4acc vdot_q4(vq4acc acc, vu32 lo, vu32 hi, uint32_t xlo,
 #endif
 }
 
+/// Whether a Q4_0 chunk's high nibbles can be multiplied where they lie,
+/// as 16 * level (raw & 0xf0): where the dot product is one vpdpbusd into
+/// int32 (16 * 15 * 127 per byte pair cannot overflow), so a block's high
+/// sums, run on their own, come out 16 times too large and exactly so, and
+/// one arithmetic shift per block replaces a shift per chunk. The
+/// vpmaddubsw paths would saturate their int16 pairs (2 * 240 * 127).
+#if defined(KILN_DOT_VNNI512) || defined(KILN_DOT_VNNI256)
+constexpr bool Q4_HIGH_IN_PLACE = true;
+#else
+constexpr bool Q4_HIGH_IN_PLACE = false;
+#endif
+
+/// acc + per lane sum_i w.byte[i] * x4.byte[i] into int32, any unsigned
+/// levels: one vpdpbusd (only where Q4_HIGH_IN_PLACE).
+inline vi32 vdot_u8_i32(vi32 acc, vu32 w, uint32_t x4) {
+#if defined(KILN_DOT_VNNI512) || defined(KILN_DOT_VNNI256)
+  return vdot_q8(acc, vq8{w, vu32{}}, x4);
+#else
+  for (int i = 0; i < 4; ++i)
+    acc += (vi32)((w >> (8 * i)) & 0xffu) * (int32_t)(int8_t)(x4 >> (8 * i));
+  return acc;
+#endif
+}
+
 /// A block's vdot_q4 sums as int32 lanes: the two 16-bit halves added
 /// (vpmaddwd by ones) on the vpmaddubsw paths, else as they are.
 inline vi32 vq4_widen(vq4acc acc) {
