@@ -320,18 +320,6 @@ constexpr bool Q4_HIGH_IN_PLACE = true;
 constexpr bool Q4_HIGH_IN_PLACE = false;
 #endif
 
-/// acc + per lane sum_i w.byte[i] * x4.byte[i] into int32, any unsigned
-/// levels: one vpdpbusd (only where Q4_HIGH_IN_PLACE).
-inline vi32 vdot_u8_i32(vi32 acc, vu32 w, uint32_t x4) {
-#if defined(KILN_DOT_VNNI512) || defined(KILN_DOT_VNNI256)
-  return vdot_q8(acc, vq8{w, vu32{}}, x4);
-#else
-  for (int i = 0; i < 4; ++i)
-    acc += (vi32)((w >> (8 * i)) & 0xffu) * (int32_t)(int8_t)(x4 >> (8 * i));
-  return acc;
-#endif
-}
-
 /// A block's vdot_q4 sums as int32 lanes: the two 16-bit halves added
 /// (vpmaddwd by ones) on the vpmaddubsw paths, else as they are.
 inline vi32 vq4_widen(vq4acc acc) {
@@ -385,6 +373,18 @@ inline vqacc vdot_u8(vqacc acc, vu32 w, uint32_t x4) {
   for (int i = 0; i < 4; ++i)
     acc += (vi32)((w >> (8 * i)) & 0xffu) * (int32_t)(int8_t)(x4 >> (8 * i));
   return acc;
+#endif
+}
+
+/// acc + per lane sum_i w.byte[i] * x4.byte[i] into int32, any unsigned
+/// levels: vdot_q8's vpdpbusd on the stored bytes. Only called where
+/// Q4_HIGH_IN_PLACE; elsewhere it is vdot_u8, whose int16 sums on the
+/// vpmaddubsw paths would not hold these levels.
+inline vi32 vdot_u8_i32(vi32 acc, vu32 w, uint32_t x4) {
+#if defined(KILN_DOT_VNNI512) || defined(KILN_DOT_VNNI256)
+  return vdot_q8(acc, vq8{w, vu32{}}, x4);
+#else
+  return vdot_u8(acc, w, x4);
 #endif
 }
 
