@@ -3,8 +3,9 @@
 // Part of Kiln's kernel microbenchmark; compiled with -march=native. The
 // tiles follow passes/TileOps.cpp's rule for the host's vector width V:
 // register blocks of 6 rows by 4V columns with AVX-512 (a swiglu's two
-// weights: 2V; AVX2 halves both), whole-K k blocks, one m block of up to
-// 336 rows, N split for 2 cores.
+// weights: 2V; AVX2 halves both), k and m blocks by its rule for a 2 MiB
+// L2 (this guest's; k blocks whose weights fill a quarter of it, m blocks
+// whose rows fill half), N split for 2 cores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,24 @@ constexpr int64_t round_up(int64_t n, int64_t to) {
   return (n + to - 1) / to * to;
 }
 
+/// Bytes of `count` weights of a format.
+constexpr int64_t weight_bytes(Quant q, int64_t count) {
+  return q == Quant::None   ? count * 4
+         : q == Quant::Q8_0 ? count * 34 / 32
+                            : count * 18 / 32;
+}
+
+/// TileOps' k block for a 2 MiB L2: the longest, in whole blocks of
+/// `align`, whose panels' weights and register rows fill a quarter of it,
+/// then evened out over K.
+constexpr int64_t k_block(int64_t k, int64_t bytes_per_k, int64_t align) {
+  int64_t max = ((int64_t(2) << 20) / 4 / bytes_per_k) / align * align;
+  max = max < align ? align : max;
+  int64_t blocks = (k + max - 1) / max;
+  int64_t kc = round_up((k + blocks - 1) / blocks, align);
+  return kc < k ? kc : k;
+}
+
 /// The tiles for 2 cores: decode splits N into 4 tasks per core, prefill
 /// into one per core (TileOps.cpp).
 template <int64_t N_, int64_t K_, bool SWIGLU_, Quant QUANT_> struct Config {
@@ -35,10 +54,14 @@ template <int64_t N_, int64_t K_, bool SWIGLU_, Quant QUANT_> struct Config {
   static constexpr int NR = (SWIGLU_ ? 1 : 2) * (V == 16 ? 2 : 1) * V, MR = 6,
                        DECODE_MR = 6;
   static constexpr int64_t PREFILL_FROM = 6;
-  static constexpr int64_t PREFILL_M = 336,
-                           PREFILL_N = round_up((N + 1) / 2, NR), PREFILL_K = K;
+  static constexpr int64_t KC =
+      k_block(K, (SWIGLU_ ? 2 : 1) * weight_bytes(QUANT_, NR) + MR * 4,
+              QUANT_ == Quant::None ? V : 32);
+  static constexpr int64_t PREFILL_M = (int64_t(1) << 20) / (KC * 4) / MR * MR,
+                           PREFILL_N = round_up((N + 1) / 2, NR),
+                           PREFILL_K = KC;
   static constexpr int64_t DECODE_M = 6, DECODE_N = round_up((N + 7) / 8, NR),
-                           DECODE_K = K;
+                           DECODE_K = KC;
   static constexpr bool SWIGLU = SWIGLU_, HAS_BIAS = false,
                         HAS_RESIDUAL = false, HAS_PROLOGUE = false;
   static constexpr kernels::Unary ACTIVATION = kernels::Unary::Identity;

@@ -22,7 +22,11 @@
 //
 // The loops are n (split over threads), k, m (Goto/BLIS: a block of
 // weights stays in cache while the input rows stream through it), then the
-// register blocks.
+// register blocks. Weights stream from memory once, prefetched: a single
+// register block of rows (decode) asks for the lines PREFETCH_AHEAD past
+// those it loads; taller m blocks read each panel block several times from
+// cache, and each of those reads fetches its share of the next panel block
+// into L2, so memory works during all of them (mBlock).
 //   SWIGLU, HAS_BIAS, HAS_RESIDUAL, HAS_PROLOGUE          the fused parts
 //   ACTIVATION      a Unary (Identity, Silu, Gelu, GeluTanh, Relu)
 //   EPSILON         the prologue's rms_norm epsilon
@@ -164,6 +168,40 @@ template <class C> struct Gemm {
     bool amx; // this call multiplies in tiles
   };
 
+  /// What a register block prefetches while it computes. `own`: it is the
+  /// first to read its weights, from memory, so it asks for the lines
+  /// PREFETCH_AHEAD past the ones it loads. `next`, `next2`: the panel block
+  /// this thread multiplies next (w, w2; null: none), `bytes` long, of
+  /// which this block fetches share `share` of `shares` (mBlock).
+  struct Fetch {
+    bool own = false;
+    const uint8_t *next = nullptr, *next2 = nullptr;
+    int64_t bytes = 0;
+    int share = 0, shares = 1;
+
+    /// This block's share of the next panel block, over `steps` steps.
+    PrefetchSpread spread(int64_t steps) const {
+      if (!next)
+        return PrefetchSpread();
+      const int64_t lines = (bytes + 63) / 64;
+      return PrefetchSpread(next, next2, share * lines / shares,
+                            (share + 1) * lines / shares, steps);
+    }
+  };
+
+  /// Where panel `panel`'s k block [k0, k0 + kl) starts in w (and w2), in
+  /// bytes, and how long it is.
+  static void panel_block_bytes(int64_t panel, int64_t k0, int64_t kl,
+                                int64_t &at, int64_t &bytes) {
+    if constexpr (QUANTIZED) {
+      at = (panel * KB + k0 / QB) * PANEL_BLOCK;
+      bytes = kl / QB * PANEL_BLOCK;
+    } else {
+      at = (panel * KP + k0) * NR * int64_t(sizeof(wtype));
+      bytes = kl * NR * int64_t(sizeof(wtype));
+    }
+  }
+
   /// Bytes of scratch `run` needs for `rows` rows: the normalized rows
   /// (HAS_PROLOGUE), the rows as bf16 pairs (BF16_DOT), the rows' levels
   /// and block scales (QUANT), swiglu's partial up sums; each part 64-byte
@@ -192,14 +230,15 @@ template <class C> struct Gemm {
   }
 
   /// The quantized register block: rows [m0, m0 + M) x the panel's columns,
-  /// blocks of 32 k in [k0, k0 + kl), into acc (acc2: swiglu's up);
-  /// `stream`: the first read of these weights (prefetch ahead).
+  /// blocks of 32 k in [k0, k0 + kl), into acc (acc2: swiglu's up),
+  /// prefetching as `f` says.
   template <int M>
   static void quant_block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
-                          int64_t kl, bool stream, vfloat (&acc)[M][NV],
+                          int64_t kl, const Fetch &f, vfloat (&acc)[M][NV],
                           vfloat (&acc2)[SWIGLU ? M : 1][NV]) {
     constexpr int Q = quant_vectors<M>(), S2 = SWIGLU ? Q : 1;
     const int64_t b0 = k0 / QUANT_BLOCK, nb = kl / QUANT_BLOCK;
+    PrefetchSpread spread = f.spread(NV / Q * nb);
     const uint8_t *w = g.w + (panel * KB + b0) * PANEL_BLOCK;
     const uint8_t *w2 = SWIGLU ? g.w2 + (panel * KB + b0) * PANEL_BLOCK : w;
     const int8_t *xq = g.xq + m0 * K + k0;
@@ -215,11 +254,12 @@ template <class C> struct Gemm {
             sum2[i][j] = acc2[i][j0 + j];
         }
       for (int64_t b = 0; b < nb; ++b) {
-        if (stream && j0 == 0) {
+        if (f.own && j0 == 0) {
           prefetch_ahead<PANEL_BLOCK>(w + b * PANEL_BLOCK);
           if (SWIGLU)
             prefetch_ahead<PANEL_BLOCK>(w2 + b * PANEL_BLOCK);
         }
+        spread.step(j0 / Q * nb + b);
         // The levels: NR scales, then groups of 4 * NR bytes.
         const uint8_t *wb = w + b * PANEL_BLOCK + 2 * NR + 4 * j0 * V;
         const uint8_t *wb2 = w2 + b * PANEL_BLOCK + 2 * NR + 4 * j0 * V;
@@ -350,6 +390,7 @@ template <class C> struct Gemm {
             acc2[i][j0 + j] = sum2[i][j];
         }
     }
+    spread.finish();
   }
 
   /// Vectors of columns a K-quant register block of M rows works on at
@@ -366,14 +407,15 @@ template <class C> struct Gemm {
   }
 
   /// The K-quant register block: rows [m0, m0 + M) x the panel's columns,
-  /// super-blocks in [k0, k0 + kl), into acc (acc2: swiglu's up);
-  /// `stream`: the first read of these weights (prefetch ahead).
+  /// super-blocks in [k0, k0 + kl), into acc (acc2: swiglu's up),
+  /// prefetching as `f` says.
   template <int M>
   static void kquant_block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
-                           int64_t kl, bool stream, vfloat (&acc)[M][NV],
+                           int64_t kl, const Fetch &f, vfloat (&acc)[M][NV],
                            vfloat (&acc2)[SWIGLU ? M : 1][NV]) {
     constexpr int Q = kquant_vectors<M>();
     const int64_t s0 = k0 / QK, ns = kl / QK;
+    PrefetchSpread spread = f.spread(NV / Q * ns);
     const int32_t *rec =
         reinterpret_cast<const int32_t *>(g.xs) + (m0 * KB + s0) * KQ_RECORD;
     const int8_t *xq = g.xq + m0 * K + k0;
@@ -386,11 +428,12 @@ template <class C> struct Gemm {
         }
       for (int64_t s = 0; s < ns; ++s) {
         const int64_t at = (panel * KB + s0 + s) * PANEL_BLOCK;
-        if (stream && j0 == 0) {
+        if (f.own && j0 == 0) {
           prefetch_ahead<PANEL_BLOCK>(g.w + at);
           if (SWIGLU)
             prefetch_ahead<PANEL_BLOCK>(g.w2 + at);
         }
+        spread.step(j0 / Q * ns + s);
         kquant_superblock<QUANT, NR, M, Q>(g.w + at, j0, xq + s * QK, K,
                                            rec + s * KQ_RECORD, KB * KQ_RECORD,
                                            sum);
@@ -406,6 +449,7 @@ template <class C> struct Gemm {
             acc2[i][j0 + j] = sum2[i][j];
         }
     }
+    spread.finish();
   }
 
   /// Calls f(TileId<T>{}) for tile T = 2 + job (the C tiles).
@@ -576,11 +620,10 @@ template <class C> struct Gemm {
 
   /// Rows [m0, m0 + M) x the columns of one panel, reduction [k0, k0 + kl):
   /// the register block. `first` starts from the bias, later k blocks add
-  /// to y; `last` applies the epilogue. `stream`: the block is the first to
-  /// read these weights (from memory), so it prefetches ahead of them.
+  /// to y; `last` applies the epilogue. It prefetches as `f` says.
   template <int M>
   static void block(const Args &g, int64_t m0, int64_t panel, int64_t k0,
-                    int64_t kl, bool first, bool last, bool stream) {
+                    int64_t kl, bool first, bool last, const Fetch &f) {
     vfloat acc[M][NV], acc2[SWIGLU ? M : 1][NV];
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < NV; ++j) {
@@ -589,16 +632,18 @@ template <class C> struct Gemm {
           acc2[i][j] = vfloat{};
       }
     if constexpr (KQUANT) {
-      kquant_block<M>(g, m0, panel, k0, kl, stream, acc, acc2);
+      kquant_block<M>(g, m0, panel, k0, kl, f, acc, acc2);
     } else if constexpr (QUANTIZED) {
-      quant_block<M>(g, m0, panel, k0, kl, stream, acc, acc2);
+      quant_block<M>(g, m0, panel, k0, kl, f, acc, acc2);
     } else if constexpr (BF16_DOT) {
       const wtype *w = g.w + (panel * KP + k0) * NR;
       const wtype *w2 = SWIGLU ? g.w2 + (panel * KP + k0) * NR : nullptr;
       // k0 is even; past an odd K the pair's second half is zero in both.
       const uint16_t *xb = g.xb + m0 * KP + k0;
+      PrefetchSpread spread = f.spread((kl + 1) / 2);
       for (int64_t k = 0; k < kl; k += 2) {
-        if (stream) {
+        spread.step(k / 2);
+        if (f.own) {
           prefetch_ahead<2 * NR * sizeof(wtype)>(w + k * NR);
           if (SWIGLU)
             prefetch_ahead<2 * NR * sizeof(wtype)>(w2 + k * NR);
@@ -619,12 +664,15 @@ template <class C> struct Gemm {
           }
         }
       }
+      spread.finish();
     } else {
       const wtype *w = g.w + (panel * KP + k0) * NR;
       const wtype *w2 = SWIGLU ? g.w2 + (panel * KP + k0) * NR : nullptr;
       const float *x = g.x + m0 * K + k0;
+      PrefetchSpread spread = f.spread(kl);
       for (int64_t k = 0; k < kl; ++k) {
-        if (stream) {
+        spread.step(k);
+        if (f.own) {
           prefetch_ahead<NR * sizeof(wtype)>(w + k * NR);
           if (SWIGLU)
             prefetch_ahead<NR * sizeof(wtype)>(w2 + k * NR);
@@ -655,6 +703,7 @@ template <class C> struct Gemm {
           }
         }
       }
+      spread.finish();
     }
     epilogue<M>(g, m0, panel, first, last, acc, acc2);
   }
@@ -737,11 +786,11 @@ template <class C> struct Gemm {
   template <int M>
   static void dispatch(const Args &g, int rows, int64_t m0, int64_t panel,
                        int64_t k0, int64_t kl, bool first, bool last,
-                       bool stream) {
+                       const Fetch &f) {
     if constexpr (M > 1)
       if (rows < M)
-        return dispatch<M - 1>(g, rows, m0, panel, k0, kl, first, last, stream);
-    block<M>(g, m0, panel, k0, kl, first, last, stream);
+        return dispatch<M - 1>(g, rows, m0, panel, k0, kl, first, last, f);
+    block<M>(g, m0, panel, k0, kl, first, last, f);
   }
 
   /// The register blocks (or tile blocks) of rows [m0, m1) x panels
@@ -764,14 +813,41 @@ template <class C> struct Gemm {
       }
     }
     (void)tiles;
-    for (int64_t p = p0; p < p1; ++p)
-      for (int64_t m = m0; m < m1; m += g.mr) {
-        int rows = m1 - m < g.mr ? int(m1 - m) : int(g.mr);
-        // The first register block of the first m block reads the panel's
-        // k block from memory; the others find it in cache.
-        dispatch<MAX_MR>(g, rows, m, p, k0, kl, first, last,
-                         m0 == 0 && m == m0);
+    // Only the first m block reads the weights from memory. With one
+    // register block of rows (decode), that block streams each panel block
+    // itself, prefetching ahead. With several, each reads the panel block
+    // from cache (the first one, from memory in a task's first panel) and
+    // fetches its share of the next panel block this thread multiplies, so
+    // memory streams while the FMAs work rather than only while the first
+    // register block reads (bench/NOTES.md v20).
+    const int shares = int((m1 - m0 + g.mr - 1) / g.mr);
+    const bool spread = m0 == 0 && shares > 1;
+    for (int64_t p = p0; p < p1; ++p) {
+      Fetch f;
+      f.shares = shares;
+      // Next: the next panel, else (when no m block of these panels
+      // follows) the first panel's next k block, else nothing.
+      int64_t np = p + 1, nk0 = k0, nkl = kl;
+      bool hasNext = np < p1;
+      if (!hasNext && m1 == g.rows && k0 + kl < K) {
+        np = p0;
+        nk0 = k0 + kl;
+        nkl = K - nk0 < g.kBlock ? K - nk0 : g.kBlock;
+        hasNext = true;
       }
+      if (spread && hasNext) {
+        int64_t at;
+        panel_block_bytes(np, nk0, nkl, at, f.bytes);
+        f.next = reinterpret_cast<const uint8_t *>(g.w) + at;
+        if (SWIGLU)
+          f.next2 = reinterpret_cast<const uint8_t *>(g.w2) + at;
+      }
+      for (int64_t m = m0; m < m1; m += g.mr, ++f.share) {
+        int rows = m1 - m < g.mr ? int(m1 - m) : int(g.mr);
+        f.own = m0 == 0 && m == m0 && (shares == 1 || p == p0);
+        dispatch<MAX_MR>(g, rows, m, p, k0, kl, first, last, f);
+      }
+    }
   }
 
   /// Tasks [begin, end): each a group of panels (the parallel n loop), then

@@ -540,6 +540,45 @@ template <int64_t BYTES> inline void prefetch_ahead(const void *p) {
                        2);
 }
 
+/// Prefetches into L2 the cache lines [from, to) of one or two byte ranges
+/// (a and b; b may be null) spread evenly over the `steps` steps of a loop,
+/// which calls step(s) for s = 0, 1, ... in order and finish() at its end.
+/// Default-constructed, it fetches nothing. A GEMM's taller row blocks read
+/// each panel several times from cache; with this, each read fetches its
+/// share of the next panel, so memory streams while the FMAs work (Gemm.h,
+/// bench/NOTES.md v20).
+class PrefetchSpread {
+public:
+  PrefetchSpread() = default;
+  PrefetchSpread(const void *a, const void *b, int64_t from, int64_t to,
+                 int64_t steps)
+      : a_(static_cast<const char *>(a)), b_(static_cast<const char *>(b)),
+        from_(from), next_(from), to_(to),
+        rate_(steps > 0 ? ((to - from) << 16) / steps : 0) {}
+
+  void step(int64_t s) {
+    if (a_)
+      fetch_to(from_ + (((s + 1) * rate_) >> 16));
+  }
+  void finish() {
+    if (a_)
+      fetch_to(to_);
+  }
+
+private:
+  void fetch_to(int64_t upto) {
+    for (; next_ < upto; ++next_) {
+      __builtin_prefetch(a_ + 64 * next_, 0, 2);
+      if (b_)
+        __builtin_prefetch(b_ + 64 * next_, 0, 2);
+    }
+  }
+
+  const char *a_ = nullptr, *b_ = nullptr;
+  int64_t from_ = 0, next_ = 0, to_ = 0;
+  int64_t rate_ = 0; // lines per step, 16 fraction bits
+};
+
 /// Seconds on a monotonic clock, for profiles.
 inline double now() {
   struct timespec t;
