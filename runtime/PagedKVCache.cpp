@@ -73,7 +73,10 @@ PagedKVCache::PagedKVCache(const PagedKVCacheOptions &o) : options(o) {
 
   cache.keys = keys->data();
   cache.values = values->data();
-  cache.position_stride = row;
+  // Values head-major within a block (a head's positions contiguous), as
+  // keys are: attention reads one head's values of a block in one stream.
+  cache.position_stride = o.headDim;
+  cache.value_head_stride = o.blockPositions * o.headDim;
   cache.key_stride = o.blockPositions;
   cache.layer_stride = o.blockPositions * row;
   cache.block_stride = blockElements;

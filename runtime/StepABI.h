@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_STEP_ABI_VERSION 3
+#define KILN_STEP_ABI_VERSION 4
 
 /* A chunk of parallel work: fn(ctx, begin, end) handles [begin, end). */
 typedef void (*kiln_task_fn)(void *ctx, int64_t begin, int64_t end);
@@ -45,10 +45,13 @@ typedef struct kiln_parallel {
  *
  *   slot = block * block_stride + layer * layer_stride,
  *
- * element i of its value row is at slot + (p % block_positions) *
- * position_stride + i in `values`, and element i of its key row at slot + i
- * * key_stride + p % block_positions in `keys` (keys are transposed within a
- * block, so attention loads consecutive positions' element i as one vector).
+ * element i of kv head h's part of its value row is at slot + h *
+ * value_head_stride + (p % block_positions) * position_stride + i in
+ * `values`, and element i of its key row (i = h * head_dim + d) at slot + i
+ * * key_stride + p % block_positions in `keys`. Keys are transposed within a
+ * block, so attention loads consecutive positions' element i as one vector;
+ * the runtime stores each head's values head-major within a block, so one
+ * head's values for a block are contiguous and stream like its keys.
  * Strides are in elements. The runtime maps every block a step writes or
  * reads before the step runs; an entry of -1 is a block the sequence does
  * not hold (not yet written, or freed as wholly outside a sliding window),
@@ -59,6 +62,7 @@ typedef struct kiln_kv_cache {
   int64_t block_stride;
   int64_t layer_stride;
   int64_t position_stride;     /* values: between consecutive positions */
+  int64_t value_head_stride;   /* values: between consecutive kv heads */
   int64_t key_stride;          /* keys: between consecutive elements of a row */
   const int32_t *block_tables; /* [max_seqs, max_blocks_per_seq] */
   int32_t max_blocks_per_seq;

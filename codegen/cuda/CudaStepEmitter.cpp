@@ -473,9 +473,9 @@ void CudaStepEmitter::emitKVAppend(KVAppendOp op) {
       "kv_append",
       "KILN_KERNEL(256)\nNAME(KvCache c, int layer, const float *k, const "
       "float *v, const int *positions, const int *seqIds, int tokens, int "
-      "kvDim) {\n  kv_append<" +
+      "kvDim, int headDim) {\n  kv_append<" +
           e +
-          ">(c, layer, k, v, positions, seqIds, tokens, kvDim);\n}\n"
+          ">(c, layer, k, v, positions, seqIds, tokens, kvDim, headDim);\n}\n"
           "KILN_REGISTER_KERNEL(NAME);\n",
       op, "cache " + typeString(cache) + " as " + e);
   std::string r = rows(op.getKeys(), op);
@@ -485,7 +485,7 @@ void CudaStepEmitter::emitKVAppend(KVAppendOp op) {
                  ", (const float *)" + pointer(op.getValues(), op) + ", " +
                  pointer(op.getPositions(), op) + ", " +
                  pointer(op.getSeqIds(), op) + ", int(" + r + "), int(" +
-                 str(kvDim) + "));");
+                 str(kvDim) + "), int(" + str(cache.getHeadDim()) + "));");
 }
 
 void CudaStepEmitter::emitAttention(AttentionOp op) {

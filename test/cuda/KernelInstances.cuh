@@ -116,8 +116,9 @@ KILN_KERNEL(256) argmax_256(int *out, const float *logits, int vocab) {
 #define KILN_KV_APPEND(name, E)                                                \
   KILN_KERNEL(256)                                                             \
   name(KvCache c, int layer, const float *k, const float *v,                   \
-       const int *positions, const int *seqIds, int tokens, int kvDim) {       \
-    kv_append<E>(c, layer, k, v, positions, seqIds, tokens, kvDim);            \
+       const int *positions, const int *seqIds, int tokens, int kvDim,         \
+       int headDim) {                                                          \
+    kv_append<E>(c, layer, k, v, positions, seqIds, tokens, kvDim, headDim);   \
   }
 KILN_KV_APPEND(kv_append_f32, float)
 KILN_KV_APPEND(kv_append_f16, f16)

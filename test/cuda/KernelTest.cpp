@@ -519,7 +519,8 @@ template <class E> struct PagedCache {
             toDevice(nans),
             blockStride,
             kBlockPositions * rowElems, // layer
-            rowElems,                   // position (values)
+            d,                          // position (values, head-major)
+            kBlockPositions * d,        // kv head (values)
             kBlockPositions,            // key element i to i + 1
             toDevice(tables),
             maxBlocks,
@@ -539,7 +540,7 @@ template <class E> struct PagedCache {
            static_cast<const float *>(toDevice(kIn)),
            static_cast<const float *>(toDevice(vIn)),
            static_cast<const int *>(toDevice(positions)),
-           static_cast<const int *>(toDevice(seqIds)), n, kvDim);
+           static_cast<const int *>(toDevice(seqIds)), n, kvDim, d);
     if (layer != 1)
       return; // the attention tests read layer 1
     k.resize(2);
@@ -562,7 +563,8 @@ template <class E> struct PagedCache {
     for (int e = 0; e < kvHeads * d; ++e) {
       ASSERT_EQ(
           fromElement(
-              values[slot + (p % kBlockPositions) * view.positionStride + e]),
+              values[slot + e / d * view.valueHeadStride +
+                     (p % kBlockPositions) * view.positionStride + e % d]),
           v[1][p][e]);
       ASSERT_EQ(
           fromElement(keys[slot + e * view.keyStride + p % kBlockPositions]),

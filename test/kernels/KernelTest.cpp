@@ -923,11 +923,12 @@ struct TestCache {
   kiln_kv_cache cache{};
 
   TestCache(int64_t hkv, int64_t d, std::mt19937 &rng) : hkv(hkv), d(d) {
-    cache.position_stride = hkv * d + 5;
+    // Padded strides, so that a kernel that assumes one fails.
+    cache.position_stride = d + 5;
+    cache.value_head_stride = kBlockPositions * cache.position_stride + 2;
     cache.key_stride = kBlockPositions + 3;
-    cache.layer_stride = std::max(kBlockPositions * cache.position_stride,
-                                  hkv * d * cache.key_stride) +
-                         7;
+    cache.layer_stride =
+        std::max(hkv * cache.value_head_stride, hkv * d * cache.key_stride) + 7;
     cache.block_stride = kLayers * cache.layer_stride + 11;
     std::vector<int32_t> blocks(kPoolBlocks);
     for (int32_t i = 0; i < kPoolBlocks; ++i)
@@ -957,8 +958,8 @@ struct TestCache {
   /// Where element i of head `head`'s value at (layer, seq, pos) is in values.
   int64_t valueAt(int64_t layer, int64_t seq, int64_t pos, int64_t head,
                   int64_t i) const {
-    return slot(layer, seq, pos) +
-           pos % kBlockPositions * cache.position_stride + head * d + i;
+    return slot(layer, seq, pos) + head * cache.value_head_stride +
+           pos % kBlockPositions * cache.position_stride + i;
   }
   float key(int64_t layer, int64_t seq, int64_t pos, int64_t head,
             int64_t i) const {

@@ -61,7 +61,9 @@ TEST(PagedKVCache, PoolFollowsTheBudget) {
   EXPECT_LE(budgeted.poolBytes(), o.budgetBytes);
 
   const kiln_kv_cache *abi = budgeted.abi();
-  EXPECT_EQ(abi->position_stride, 2 * 8);
+  // Values head-major within a block: a head's positions are contiguous.
+  EXPECT_EQ(abi->position_stride, 8);
+  EXPECT_EQ(abi->value_head_stride, 4 * 8);
   EXPECT_EQ(abi->layer_stride, 4 * 2 * 8);
   EXPECT_EQ(abi->block_stride, 2 * 4 * 2 * 8);
   EXPECT_EQ(abi->block_positions, 4);

@@ -188,7 +188,7 @@ void kv_append(const kiln_step_args *a, int64_t layer, const float *keys,
   for (int64_t t = 0; t < a->tokens; ++t) {
     int64_t seq = a->seq_ids[t], pos = a->positions[t];
     kv_store_key<E>(c, layer, seq, pos, keys + t * ROW, ROW);
-    kv_store(kv_values<E>(c, layer, seq, pos), values + t * ROW, ROW);
+    kv_store_values<E>(c, layer, seq, pos, values + t * ROW, C::HKV, C::D);
   }
 }
 
@@ -214,7 +214,7 @@ void kv_read(const kiln_step_args *a, int64_t layer, int64_t s, float *keys,
           continue;
         }
         kv_load_key<E>(k, c, layer, seq, p, ROW);
-        kv_load(v, kv_values<E>(c, layer, seq, p), ROW);
+        kv_load_values<E>(v, c, layer, seq, p, C::HKV, C::D);
       }
     }
   });

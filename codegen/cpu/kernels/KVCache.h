@@ -4,7 +4,9 @@
 // entry of keys or values lives in the runtime's paged cache
 // (runtime/StepABI.h, kiln_kv_cache): the sequence's block table names the
 // block holding the position, the strides place the entry in it. Values are
-// rows of kv_heads x head_dim contiguous elements; keys are stored
+// stored head-major within a block (a head's head_dim elements of each
+// position, positions consecutive), so one head's values for a block are one
+// contiguous run that the hardware prefetcher follows; keys are stored
 // transposed within a block (element i of every position of the block
 // together, position fastest), so attention loads V positions' element i as
 // one vector, with no transposition, whether it reads for one token or for a
@@ -35,8 +37,8 @@ inline int64_t kv_block_offset(const kiln_kv_cache *c, int64_t layer,
   return block * c->block_stride + layer * c->layer_stride;
 }
 
-/// The cached values of (layer, seq, position): kv_heads x head_dim
-/// contiguous elements of E.
+/// The cached values of (layer, seq, position) for kv head 0: head_dim
+/// contiguous elements of E; head h's are h * value_head_stride further.
 template <class E>
 inline E *kv_values(const kiln_kv_cache *c, int64_t layer, int64_t seq,
                     int64_t position) {
@@ -61,7 +63,7 @@ template <class E> struct KvRows {
         keys(static_cast<E *>(c->keys) + layer * c->layer_stride +
              head * headDim * c->key_stride),
         values(static_cast<E *>(c->values) + layer * c->layer_stride +
-               head * headDim),
+               head * c->value_head_stride),
         blockStride(c->block_stride), positionStride(c->position_stride),
         keyStride(c->key_stride), mask(c->block_positions - 1),
         shift(__builtin_ctz(c->block_positions)) {}
@@ -118,6 +120,27 @@ inline void kv_store_key(const kiln_kv_cache *c, int64_t layer, int64_t seq,
            (position & (c->block_positions - 1));
   for (int64_t i = 0; i < n; ++i)
     kv_store(key + i * c->key_stride, row + i, 1);
+}
+
+/// Stores the value row (heads x headDim floats) of (layer, seq, position)
+/// as the cache's element type E, each head's part in its place.
+template <class E>
+inline void kv_store_values(const kiln_kv_cache *c, int64_t layer, int64_t seq,
+                            int64_t position, const float *row, int64_t heads,
+                            int64_t headDim) {
+  E *value = kv_values<E>(c, layer, seq, position);
+  for (int64_t h = 0; h < heads; ++h)
+    kv_store(value + h * c->value_head_stride, row + h * headDim, headDim);
+}
+
+/// Loads the value row of (layer, seq, position) as floats.
+template <class E>
+inline void kv_load_values(float *row, const kiln_kv_cache *c, int64_t layer,
+                           int64_t seq, int64_t position, int64_t heads,
+                           int64_t headDim) {
+  const E *value = kv_values<E>(c, layer, seq, position);
+  for (int64_t h = 0; h < heads; ++h)
+    kv_load(row + h * headDim, value + h * c->value_head_stride, headDim);
 }
 
 /// Loads the key row of (layer, seq, position) as floats.

@@ -65,7 +65,8 @@ KILN_DEVICE void attention(float *out, float *partials, const float *q,
     end = pos + 1;
 
   const E *keys = static_cast<const E *>(c.keys) + i64(kvh) * D * c.keyStride;
-  const E *values = static_cast<const E *>(c.values) + i64(kvh) * D;
+  const E *values =
+      static_cast<const E *>(c.values) + i64(kvh) * c.valueHeadStride;
   float m = neg_inf(), l = 0.0f, acc[DL];
   for (int j = 0; j < DL; ++j)
     acc[j] = 0.0f;

@@ -25,6 +25,7 @@ struct KvCache {
   i64 blockStride;
   i64 layerStride;
   i64 positionStride;
+  i64 valueHeadStride;
   i64 keyStride;
   const int *blockTables; // [maxSeqs, maxBlocksPerSeq]
   int maxBlocksPerSeq;
@@ -42,12 +43,12 @@ KILN_DEVICE i64 kv_slot(const KvCache &c, int layer, int seq, int position) {
 }
 
 /// Writes the keys and values of `tokens` tokens ([tokens, kvDim] each,
-/// kvDim = kv_heads * head_dim) at their (seq, position) of `layer`.
+/// kvDim = kv_heads * headDim) at their (seq, position) of `layer`.
 /// Launch: a thread per element.
 template <class E>
 KILN_DEVICE void kv_append(KvCache c, int layer, const float *k, const float *v,
                            const int *positions, const int *seqIds, int tokens,
-                           int kvDim) {
+                           int kvDim, int headDim) {
   i64 i = i64(block_x()) * block_size() + thread_index();
   if (i >= i64(tokens) * kvDim)
     return;
@@ -55,7 +56,9 @@ KILN_DEVICE void kv_append(KvCache c, int layer, const float *k, const float *v,
   int p = positions[t];
   i64 slot = kv_slot(c, layer, seqIds[t], p);
   int within = p % c.blockPositions;
-  store_float(static_cast<E *>(c.values) + slot + within * c.positionStride + e,
+  int head = e / headDim, d = e % headDim;
+  store_float(static_cast<E *>(c.values) + slot + head * c.valueHeadStride +
+                  within * c.positionStride + d,
               v[i]);
   store_float(static_cast<E *>(c.keys) + slot + e * c.keyStride + within, k[i]);
 }
