@@ -4,9 +4,13 @@
 // Q·Kᵀ)) · V per token and query head over the layer's cached keys and
 // values (in the runtime's paged cache: KVCache.h), with an online softmax
 // over blocks of KV_BLOCK cached positions, so scores are never
-// materialized. Jobs are (block of q tokens, head); a prefill chunk of one
-// sequence takes its rows of a head through each key block together, other
-// tokens go one at a time.
+// materialized. Jobs are H per block of q tokens: a prefill chunk of one
+// sequence takes its rows of a head through each key block together; other
+// tokens (batched decode) go one at a time, a job taking a share of them
+// with every head (run says why). Cache blocks lie anywhere in the pool, so
+// a block's lines are asked for while the block before it is computed, and
+// a row's first block while the row before it is: in decode, attention
+// would otherwise wait on memory latency at every block.
 //
 // Batch invariance: a token's output is bitwise the same whatever else the
 // step holds (other sequences, a prefill chunk, the batch size). Both cases
@@ -230,6 +234,10 @@ template <class C> struct Attention {
     for (int64_t s0 = first / KV_BLOCK * KV_BLOCK; s0 <= last; s0 += KV_BLOCK) {
       int64_t from = s0 > first ? s0 : first;
       int64_t to = s0 + KV_BLOCK - 1 < last ? s0 + KV_BLOCK - 1 : last;
+      // The next block's lines arrive while this one is computed.
+      if (to < last)
+        st.cache.prefetch(to + 1, to + KV_BLOCK < last ? to + KV_BLOCK : last,
+                          D);
       // Rows before the block's first position see none of it.
       int64_t r = s0 - st.p0 > 0 ? s0 - st.p0 : 0;
       for (; r + ROW_GROUP <= rows; r += ROW_GROUP)
@@ -244,6 +252,16 @@ template <class C> struct Attention {
     }
   }
 
+  /// Asks for the first key block token t's row of head h reads, so that it
+  /// is on its way while the row before it is computed.
+  static void prefetch_first_block(const kiln_step_args *a, int64_t layer,
+                                   int64_t t, int64_t h) {
+    KvRows<E> cache(a->cache, layer, a->seq_ids[t], h / GROUP, D);
+    int64_t first = window_start(a->positions[t]), pos = a->positions[t];
+    int64_t end = first / KV_BLOCK * KV_BLOCK + KV_BLOCK - 1;
+    cache.prefetch(first, end < pos ? end : pos, D);
+  }
+
   // Whether tokens [t0, t1) are one sequence at consecutive positions (a
   // prefill chunk): then they share every block of cached keys and values.
   static bool contiguous(const kiln_step_args *a, int64_t t0, int64_t t1) {
@@ -255,25 +273,39 @@ template <class C> struct Attention {
   }
 
   /// The kernel: y = attention of the query rows q [tokens, H, D] over the
-  /// layer's cached keys and values.
+  /// layer's cached keys and values. Jobs are H per group of qBlock tokens.
+  /// A group that is one sequence's consecutive positions (a prefill chunk)
+  /// gives each job a head: its rows share every key block. Any other group
+  /// (tokens of several sequences: batched decode) gives each job a share of
+  /// its tokens, every head of each: a block holds a token's heads side by
+  /// side, so the job reads each block's layer slice as one run rather than
+  /// one head's piece of every sequence's blocks.
   static void run(const kiln_step_args *a, int64_t layer, const float *q,
                   float *y) {
     const int64_t qBlock = a->tokens >= C::PREFILL_FROM ? Q_BLOCK : DECODE_Q;
     parallel(a, (a->tokens + qBlock - 1) / qBlock * H,
              [&](int64_t begin, int64_t end) {
                for (int64_t job = begin; job < end; ++job) {
-                 int64_t t0 = job / H * qBlock, h = job % H;
+                 int64_t t0 = job / H * qBlock, j = job % H;
                  int64_t t1 = t0 + qBlock < a->tokens ? t0 + qBlock : a->tokens;
                  if (contiguous(a, t0, t1)) {
                    // At most Q_BLOCK rows at a time (a tuned decode q may
                    // be larger); splitting rows never changes a row's sums.
                    for (int64_t r0 = t0; r0 < t1; r0 += Q_BLOCK)
-                     attend(a, layer, q, y, h, r0,
+                     attend(a, layer, q, y, j, r0,
                             r0 + Q_BLOCK < t1 ? r0 + Q_BLOCK : t1);
                    continue;
                  }
-                 for (int64_t t = t0; t < t1; ++t)
-                   attend(a, layer, q, y, h, t, t + 1);
+                 const int64_t n = t1 - t0;
+                 const int64_t from = t0 + n * j / H, to = t0 + n * (j + 1) / H;
+                 for (int64_t t = from; t < to; ++t)
+                   for (int64_t h = 0; h < H; ++h) {
+                     if (h + 1 < H)
+                       prefetch_first_block(a, layer, t, h + 1);
+                     else if (t + 1 < to)
+                       prefetch_first_block(a, layer, t + 1, 0);
+                     attend(a, layer, q, y, h, t, t + 1);
+                   }
                }
              });
   }

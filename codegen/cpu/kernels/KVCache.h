@@ -77,6 +77,27 @@ template <class E> struct KvRows {
     return values + table[position >> shift] * blockStride +
            (position & mask) * positionStride;
   }
+  /// Asks for the cache lines of positions [from, to]'s keys and values
+  /// (all in blocks the sequence holds). Blocks lie wherever the pool put
+  /// them, so the hardware prefetchers only find a block once its reading
+  /// has begun; attention asks for the next block while it computes one.
+  void prefetch(int64_t from, int64_t to, int64_t headDim) const {
+    constexpr int64_t LINE = 64 / sizeof(E); // elements a cache line
+    while (from <= to) {
+      // The run of positions that stays in from's block.
+      int64_t left = mask + 1 - (from & mask), n = to - from + 1;
+      if (left < n)
+        n = left;
+      const E *key = keyColumn(from), *value = this->value(from);
+      for (int64_t i = 0; i < headDim; ++i)
+        for (int64_t p = 0; p < n; p += LINE)
+          __builtin_prefetch(key + i * keyStride + p);
+      for (int64_t p = 0; p < n; ++p)
+        for (int64_t i = 0; i < headDim; i += LINE)
+          __builtin_prefetch(value + p * positionStride + i);
+      from += n;
+    }
+  }
 };
 
 /// One cached element as f32 (exact for every element type).
