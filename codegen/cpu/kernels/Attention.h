@@ -278,7 +278,7 @@ template <class C> struct Attention {
   /// gives each job a head: its rows share every key block. Any other group
   /// (tokens of several sequences: batched decode) gives each job a share of
   /// its tokens, every head of each: a block holds a token's heads side by
-  /// side, so the job reads each block's layer slice as one run rather than
+  /// side, so the job's consecutive rows read neighbouring runs rather than
   /// one head's piece of every sequence's blocks.
   static void run(const kiln_step_args *a, int64_t layer, const float *q,
                   float *y) {
