@@ -7,14 +7,16 @@
 // materialized. Jobs are H per block of q tokens: a prefill chunk of one
 // sequence takes its rows of a head through each key block together; other
 // tokens (batched decode) go one at a time, a job taking a share of them
-// with every head (run says why). Cache blocks lie anywhere in the pool, so
-// a block's lines are asked for while the block before it is computed, and
-// a row's first block while the row before it is: in decode, attention
-// would otherwise wait on memory latency at every block.
+// with every head, key blocks outermost (run and attend_token say why).
+// Cache blocks lie anywhere in the pool, so a block's lines are asked for
+// while the block before it is computed, and a token's first block while
+// the token before it is: in decode, attention would otherwise wait on
+// memory latency at every block.
 //
 // Batch invariance: a token's output is bitwise the same whatever else the
-// step holds (other sequences, a prefill chunk, the batch size). Both cases
-// run the same code (attend), and a row's arithmetic depends only on its own
+// step holds (other sequences, a prefill chunk, the batch size). Every case
+// runs the same block code (attend_block over the same key blocks in the
+// same order), and a row's arithmetic depends only on its own
 // position: key blocks start at multiples of KV_BLOCK (one size for both
 // phases), each score is the same sequence of multiply-adds over the head
 // (keys are stored transposed, so lanes are positions), masked positions
@@ -77,26 +79,42 @@ template <class C> struct Attention {
     return WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
   }
 
-  // What attend keeps for its rows (consecutive positions of one sequence,
-  // or one token) across the key blocks.
-  struct RowsState {
+  // What attention keeps for up to ROWS rows of one head (consecutive
+  // positions of one sequence, or one token) across the key blocks: the
+  // online softmax's running maximum m, sum l and output acc per row.
+  template <int64_t ROWS> struct RowsState {
     const float *q; // row 0's query (rows H * D apart)
     int64_t p0;     // row 0's position
     KvRows<E> cache;
-    float m[Q_BLOCK], l[Q_BLOCK], acc[Q_BLOCK][D];
+    float m[ROWS], l[ROWS], acc[ROWS][D];
     // The current block's weights per row, zero where a row sees nothing.
-    float weight[Q_BLOCK][KV_BLOCK];
+    float weight[ROWS][KV_BLOCK];
 
-    // The arrays are left uninitialized: attend sets what it reads.
+    RowsState() = default;
     RowsState(const float *q, int64_t p0, const KvRows<E> &cache)
         : q(q), p0(p0), cache(cache) {}
+    /// Rows [0, rows) start with nothing seen; the rest are left
+    /// uninitialized, as are the weights (attend_block sets what it reads).
+    void start(int64_t rows) {
+      for (int64_t r = 0; r < rows; ++r) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+        for (int64_t i = 0; i < D; ++i)
+          acc[r][i] = 0.0f;
+      }
+    }
+    /// Row r's output, acc / l, into out (D floats).
+    void finish(int64_t r, float *out) const {
+      for (int64_t i = 0; i < D; ++i)
+        out[i] = acc[r][i] / l[r];
+    }
   };
 
   /// sum[r][g] = q_r · k over the head for the V positions of vector
   /// vectors[g] (G vectors of the block at s0): one multiply-add per element
   /// of the head in order, the lanes being positions.
-  template <int R, int G>
-  static void scores(const RowsState &st, int64_t r0, int64_t s0,
+  template <int R, int G, class State>
+  static void scores(const State &st, int64_t r0, int64_t s0,
                      int64_t firstVector, vfloat (&sum)[R][KV_VECTORS]) {
     const E *column[G];
     for (int g = 0; g < G; ++g)
@@ -122,10 +140,9 @@ template <class C> struct Attention {
 
   /// scores<R, G> over vectors [v0, v1) of the block, G at a time (G chosen
   /// so the R x G sums stay in registers), the rest one by one.
-  template <int R>
-  static void block_scores(const RowsState &st, int64_t r0, int64_t s0,
-                           int64_t v0, int64_t v1,
-                           vfloat (&sum)[R][KV_VECTORS]) {
+  template <int R, class State>
+  static void block_scores(const State &st, int64_t r0, int64_t s0, int64_t v0,
+                           int64_t v1, vfloat (&sum)[R][KV_VECTORS]) {
     constexpr int WANT = R >= 4 ? 2 : R >= 2 ? 4 : 8;
     constexpr int G = WANT < KV_VECTORS ? WANT : int(KV_VECTORS);
     int64_t v = v0;
@@ -139,8 +156,8 @@ template <class C> struct Attention {
   /// [first, last] some row sees: scores, each row's online softmax, then the
   /// weighted values, each value vector loaded once for the R rows. A row
   /// that sees no position of the block is left as it was.
-  template <int R>
-  static void attend_block(RowsState &st, int64_t r0, int64_t s0, int64_t first,
+  template <int R, class State>
+  static void attend_block(State &st, int64_t r0, int64_t s0, int64_t first,
                            int64_t last) {
     // Whole vectors covering [first, last]: inside blocks the sequence
     // holds, since cache blocks are whole vectors of positions.
@@ -222,14 +239,10 @@ template <class C> struct Attention {
   static void attend(const kiln_step_args *a, int64_t layer, const float *q,
                      float *y, int64_t h, int64_t t0, int64_t t1) {
     const int64_t rows = t1 - t0;
-    RowsState st(q + (t0 * H + h) * D, a->positions[t0],
-                 KvRows<E>(a->cache, layer, a->seq_ids[t0], h / GROUP, D));
-    for (int64_t r = 0; r < rows; ++r) {
-      st.m[r] = -INFINITY;
-      st.l[r] = 0.0f;
-      for (int64_t i = 0; i < D; ++i)
-        st.acc[r][i] = 0.0f;
-    }
+    RowsState<Q_BLOCK> st(
+        q + (t0 * H + h) * D, a->positions[t0],
+        KvRows<E>(a->cache, layer, a->seq_ids[t0], h / GROUP, D));
+    st.start(rows);
     const int64_t first = window_start(st.p0), last = st.p0 + rows - 1;
     for (int64_t s0 = first / KV_BLOCK * KV_BLOCK; s0 <= last; s0 += KV_BLOCK) {
       int64_t from = s0 > first ? s0 : first;
@@ -245,21 +258,58 @@ template <class C> struct Attention {
       for (; r < rows; ++r)
         attend_block<1>(st, r, s0, from, to);
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      float *out = y + ((t0 + r) * H + h) * D;
-      for (int64_t i = 0; i < D; ++i)
-        out[i] = st.acc[r][i] / st.l[r];
-    }
+    for (int64_t r = 0; r < rows; ++r)
+      st.finish(r, y + ((t0 + r) * H + h) * D);
   }
 
-  /// Asks for the first key block token t's row of head h reads, so that it
-  /// is on its way while the row before it is computed.
-  static void prefetch_first_block(const kiln_step_args *a, int64_t layer,
-                                   int64_t t, int64_t h) {
-    KvRows<E> cache(a->cache, layer, a->seq_ids[t], h / GROUP, D);
-    int64_t first = window_start(a->positions[t]), pos = a->positions[t];
-    int64_t end = first / KV_BLOCK * KV_BLOCK + KV_BLOCK - 1;
-    cache.prefetch(first, end < pos ? end : pos, D);
+  /// Asks for the cache blocks holding positions [from, to] of token t's
+  /// sequence: each block's whole slice of the layer, every head.
+  static void prefetch_slices(const kiln_step_args *a, int64_t layer, int64_t t,
+                              int64_t from, int64_t to) {
+    const int64_t bp = a->cache->block_positions;
+    for (int64_t p = from / bp * bp; p <= to; p += bp)
+      kv_prefetch_block<E>(a->cache, layer, a->seq_ids[t], p, HKV, D);
+  }
+
+  /// The key block token t reads first.
+  static void first_block(const kiln_step_args *a, int64_t t, int64_t &from,
+                          int64_t &to) {
+    const int64_t pos = a->positions[t];
+    from = window_start(pos);
+    const int64_t end = from / KV_BLOCK * KV_BLOCK + KV_BLOCK - 1;
+    to = end < pos ? end : pos;
+  }
+
+  /// Every head of token t, one row each (batched decode). The key blocks
+  /// are the outer loop and the heads the inner one, each head keeping its
+  /// own online-softmax state across the blocks: a key block's slice of the
+  /// layer (every head's keys, then every head's values, side by side in
+  /// the cache) is read as two long runs, and the next block's slice is
+  /// asked for while this one is computed. Each head's arithmetic is
+  /// attend's for one row: the same attend_block<1> calls over the same
+  /// blocks in the same order; only the heads interleave.
+  static void attend_token(const kiln_step_args *a, int64_t layer,
+                           const float *q, float *y, int64_t t) {
+    const int64_t pos = a->positions[t], seq = a->seq_ids[t];
+    RowsState<1> head[H];
+    for (int64_t h = 0; h < H; ++h) {
+      head[h].q = q + (t * H + h) * D;
+      head[h].p0 = pos;
+      head[h].cache = KvRows<E>(a->cache, layer, seq, h / GROUP, D);
+      head[h].start(1);
+    }
+    const int64_t first = window_start(pos);
+    for (int64_t s0 = first / KV_BLOCK * KV_BLOCK; s0 <= pos; s0 += KV_BLOCK) {
+      int64_t from = s0 > first ? s0 : first;
+      int64_t to = s0 + KV_BLOCK - 1 < pos ? s0 + KV_BLOCK - 1 : pos;
+      if (to < pos)
+        prefetch_slices(a, layer, t, to + 1,
+                        to + KV_BLOCK < pos ? to + KV_BLOCK : pos);
+      for (int64_t h = 0; h < H; ++h)
+        attend_block<1>(head[h], 0, s0, from, to);
+    }
+    for (int64_t h = 0; h < H; ++h)
+      head[h].finish(0, y + (t * H + h) * D);
   }
 
   // Whether tokens [t0, t1) are one sequence at consecutive positions (a
@@ -277,9 +327,9 @@ template <class C> struct Attention {
   /// A group that is one sequence's consecutive positions (a prefill chunk)
   /// gives each job a head: its rows share every key block. Any other group
   /// (tokens of several sequences: batched decode) gives each job a share of
-  /// its tokens, every head of each: a block holds a token's heads side by
-  /// side, so the job's consecutive rows read neighbouring runs rather than
-  /// one head's piece of every sequence's blocks.
+  /// its tokens, every head of each (attend_token): a block holds a token's
+  /// heads side by side, so the job reads each block's slice of the layer
+  /// whole rather than one head's piece of every sequence's blocks.
   static void run(const kiln_step_args *a, int64_t layer, const float *q,
                   float *y) {
     const int64_t qBlock = a->tokens >= C::PREFILL_FROM ? Q_BLOCK : DECODE_Q;
@@ -298,14 +348,20 @@ template <class C> struct Attention {
                  }
                  const int64_t n = t1 - t0;
                  const int64_t from = t0 + n * j / H, to = t0 + n * (j + 1) / H;
-                 for (int64_t t = from; t < to; ++t)
-                   for (int64_t h = 0; h < H; ++h) {
-                     if (h + 1 < H)
-                       prefetch_first_block(a, layer, t, h + 1);
-                     else if (t + 1 < to)
-                       prefetch_first_block(a, layer, t + 1, 0);
-                     attend(a, layer, q, y, h, t, t + 1);
+                 for (int64_t t = from; t < to; ++t) {
+                   // The token after this one starts on its first block
+                   // with its lines on the way.
+                   int64_t b0, b1;
+                   if (t == from) {
+                     first_block(a, t, b0, b1);
+                     prefetch_slices(a, layer, t, b0, b1);
                    }
+                   if (t + 1 < to) {
+                     first_block(a, t + 1, b0, b1);
+                     prefetch_slices(a, layer, t + 1, b0, b1);
+                   }
+                   attend_token(a, layer, q, y, t);
+                 }
                }
              });
   }
