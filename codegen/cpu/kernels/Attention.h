@@ -8,10 +8,8 @@
 // sequence takes its rows of a head through each key block together; other
 // tokens (batched decode) go one at a time, a job taking a share of them
 // with every head, key blocks outermost (run and attend_token say why).
-// Cache blocks lie anywhere in the pool, so a block's lines are asked for
-// while the block before it is computed, and a token's first block while
-// the token before it is: in decode, attention would otherwise wait on
-// memory latency at every block.
+// Cache blocks lie anywhere in the pool, so a prefill chunk asks for a
+// block's lines while the block before it is computed.
 //
 // Batch invariance: a token's output is bitwise the same whatever else the
 // step holds (other sequences, a prefill chunk, the batch size). Every case
@@ -262,30 +260,13 @@ template <class C> struct Attention {
       st.finish(r, y + ((t0 + r) * H + h) * D);
   }
 
-  /// Asks for the cache blocks holding positions [from, to] of token t's
-  /// sequence: each block's whole slice of the layer, every head.
-  static void prefetch_slices(const kiln_step_args *a, int64_t layer, int64_t t,
-                              int64_t from, int64_t to) {
-    const int64_t bp = a->cache->block_positions;
-    for (int64_t p = from / bp * bp; p <= to; p += bp)
-      kv_prefetch_block<E>(a->cache, layer, a->seq_ids[t], p, HKV, D);
-  }
-
-  /// The key block token t reads first.
-  static void first_block(const kiln_step_args *a, int64_t t, int64_t &from,
-                          int64_t &to) {
-    const int64_t pos = a->positions[t];
-    from = window_start(pos);
-    const int64_t end = from / KV_BLOCK * KV_BLOCK + KV_BLOCK - 1;
-    to = end < pos ? end : pos;
-  }
-
   /// Every head of token t, one row each (batched decode). The key blocks
   /// are the outer loop and the heads the inner one, each head keeping its
   /// own online-softmax state across the blocks: a key block's slice of the
   /// layer (every head's keys, then every head's values, side by side in
-  /// the cache) is read as two long runs, and the next block's slice is
-  /// asked for while this one is computed. Each head's arithmetic is
+  /// the cache) is read as two long runs, which the hardware prefetchers
+  /// follow (asking for the next block's slice ahead measured no faster:
+  /// bench/NOTES.md v21). Each head's arithmetic is
   /// attend's for one row: the same attend_block<1> calls over the same
   /// blocks in the same order; only the heads interleave.
   static void attend_token(const kiln_step_args *a, int64_t layer,
@@ -302,9 +283,6 @@ template <class C> struct Attention {
     for (int64_t s0 = first / KV_BLOCK * KV_BLOCK; s0 <= pos; s0 += KV_BLOCK) {
       int64_t from = s0 > first ? s0 : first;
       int64_t to = s0 + KV_BLOCK - 1 < pos ? s0 + KV_BLOCK - 1 : pos;
-      if (to < pos)
-        prefetch_slices(a, layer, t, to + 1,
-                        to + KV_BLOCK < pos ? to + KV_BLOCK : pos);
       for (int64_t h = 0; h < H; ++h)
         attend_block<1>(head[h], 0, s0, from, to);
     }
@@ -348,20 +326,8 @@ template <class C> struct Attention {
                  }
                  const int64_t n = t1 - t0;
                  const int64_t from = t0 + n * j / H, to = t0 + n * (j + 1) / H;
-                 for (int64_t t = from; t < to; ++t) {
-                   // The token after this one starts on its first block
-                   // with its lines on the way.
-                   int64_t b0, b1;
-                   if (t == from) {
-                     first_block(a, t, b0, b1);
-                     prefetch_slices(a, layer, t, b0, b1);
-                   }
-                   if (t + 1 < to) {
-                     first_block(a, t + 1, b0, b1);
-                     prefetch_slices(a, layer, t + 1, b0, b1);
-                   }
+                 for (int64_t t = from; t < to; ++t)
                    attend_token(a, layer, q, y, t);
-                 }
                }
              });
   }

@@ -101,30 +101,6 @@ template <class E> struct KvRows {
   }
 };
 
-/// Asks for the lines of the block holding (layer, seq, position): every kv
-/// head's keys and values there, the block's slice of the layer (two runs
-/// of kv_heads x head_dim x block_positions elements where the strides are
-/// the runtime's), into L2 (locality 2): a slice is tens of KiB, more than
-/// L1 holds, and the L1 prefetchers follow a run once it is being read.
-template <class E>
-inline void kv_prefetch_block(const kiln_kv_cache *c, int64_t layer,
-                              int64_t seq, int64_t position, int64_t kvHeads,
-                              int64_t headDim) {
-  const int64_t slot = kv_block_offset(c, layer, seq, position);
-  const char *keys =
-      reinterpret_cast<const char *>(static_cast<const E *>(c->keys) + slot);
-  const char *values =
-      reinterpret_cast<const char *>(static_cast<const E *>(c->values) + slot);
-  const int64_t keyBytes = kvHeads * headDim * c->key_stride * sizeof(E);
-  const int64_t valueBytes = ((kvHeads - 1) * c->value_head_stride +
-                              c->block_positions * c->position_stride) *
-                             sizeof(E);
-  for (int64_t b = 0; b < keyBytes; b += 64)
-    __builtin_prefetch(keys + b, 0, 2);
-  for (int64_t b = 0; b < valueBytes; b += 64)
-    __builtin_prefetch(values + b, 0, 2);
-}
-
 /// One cached element as f32 (exact for every element type).
 inline float kv_to_float(float x) { return x; }
 inline float kv_to_float(_Float16 x) { return float(x); }
