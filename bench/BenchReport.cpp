@@ -54,20 +54,25 @@ double decodeBytesPerSecond(const BenchResults &r, const ThreadResult &t) {
 }
 
 /// The compute limit prefill runs into: the bf16 dot peak when the GEMMs
-/// multiply in bf16 dot products and the probe measured it, else the FP32
-/// FMA peak.
+/// multiply in bf16 dot products, the int8 dot peak when they are mostly
+/// quantized (where the probe measured it), else the FP32 FMA peak.
 const runtime::FmaPeakResult &prefillPeak(const BenchResults &r,
                                           const ThreadResult &t) {
   const runtime::MachineProbeResult &m = t.machine;
-  return r.work.bf16Dot && m.bf16DotPeak.flopsPerSecond > 0 ? m.bf16DotPeak
-                                                            : m.fmaPeak;
+  if (r.work.bf16Dot && m.bf16DotPeak.flopsPerSecond > 0)
+    return m.bf16DotPeak;
+  if (r.work.int8Dot && m.int8DotPeak.flopsPerSecond > 0)
+    return m.int8DotPeak;
+  return m.fmaPeak;
 }
 
-/// "FMA peak" or "bf16 dot peak", for labels.
+/// "FMA peak", "bf16 dot peak" or "int8 dot peak", for labels.
 std::string prefillPeakName(const BenchResults &r) {
   const ThreadResult &t = r.runs.front();
-  return &prefillPeak(r, t) == &t.machine.bf16DotPeak ? "bf16 dot peak"
-                                                      : "FMA peak";
+  const runtime::FmaPeakResult &peak = prefillPeak(r, t);
+  return &peak == &t.machine.bf16DotPeak   ? "bf16 dot peak"
+         : &peak == &t.machine.int8DotPeak ? "int8 dot peak"
+                                           : "FMA peak";
 }
 
 json gigabytes(const std::vector<double> &bytesPerSecond) {
@@ -162,20 +167,26 @@ void printTable(const BenchResults &r, std::FILE *out) {
     rows.push_back({std::move(label), std::move(cells)});
   };
   const runtime::MachineProbeResult &first = r.runs.front().machine;
-  row("FP32 FMA peak (" + first.fmaPeak.isa + ", " +
-          std::to_string(first.fmaPeak.accumulators) + " chains x " +
-          std::to_string(first.fmaPeak.lanes) + " lanes)",
-      [](const ThreadResult &t) {
-        return format("%.1f GFLOP/s", t.machine.fmaPeak.flopsPerSecond / 1e9);
-      });
-  if (first.bf16DotPeak.flopsPerSecond > 0)
-    row("bf16 dot peak (" + first.bf16DotPeak.isa + " vdpbf16ps, " +
-            std::to_string(first.bf16DotPeak.accumulators) + " chains x " +
-            std::to_string(first.bf16DotPeak.lanes) + " lanes)",
-        [](const ThreadResult &t) {
-          return format("%.1f GFLOP/s",
-                        t.machine.bf16DotPeak.flopsPerSecond / 1e9);
+  // A compute peak's row: "<what> (<isa><instruction>, C chains x L lanes)".
+  using Peak = runtime::FmaPeakResult runtime::MachineProbeResult::*;
+  auto peakRow = [&](const std::string &what, const std::string &instruction,
+                     Peak peak, const char *unit) {
+    const runtime::FmaPeakResult &p = first.*peak;
+    if (p.flopsPerSecond <= 0)
+      return;
+    row(what + " (" + p.isa + instruction + ", " +
+            std::to_string(p.accumulators) + " chains x " +
+            std::to_string(p.lanes) + " lanes)",
+        [peak, unit](const ThreadResult &t) {
+          return format("%.1f ", (t.machine.*peak).flopsPerSecond / 1e9) + unit;
         });
+  };
+  peakRow("FP32 FMA peak", "", &runtime::MachineProbeResult::fmaPeak,
+          "GFLOP/s");
+  peakRow("bf16 dot peak", " vdpbf16ps",
+          &runtime::MachineProbeResult::bf16DotPeak, "GFLOP/s");
+  peakRow("int8 dot peak", " vpdpbusd",
+          &runtime::MachineProbeResult::int8DotPeak, "GOP/s");
   row("memory bandwidth, read (" +
           format("%.0f", double(first.readBandwidth.arrayBytes) / (1 << 20)) +
           " MiB, " + first.readBandwidth.isa +
@@ -197,7 +208,10 @@ void printTable(const BenchResults &r, std::FILE *out) {
       const PrefillResult &p = t.prefill[i];
       return rateWithSpread(double(p.promptTokens), p.samples);
     });
-    row(pp + " GFLOP/s (of " + prefillPeakName(r) + ")",
+    // Integer multiply-adds are operations, not floating-point ones.
+    const std::string peakName = prefillPeakName(r);
+    row(pp + (peakName == "int8 dot peak" ? " GOP/s" : " GFLOP/s") + " (of " +
+            peakName + ")",
         [&](const ThreadResult &t) {
           const PrefillResult &p = t.prefill[i];
           double flops = p.flopsPerToken * prefillTokensPerSecond(p);
@@ -292,6 +306,10 @@ json reportJson(const BenchResults &r) {
                     {"triad_counts_write_allocate", false}};
     if (mp.bf16DotPeak.flopsPerSecond > 0)
       machine["bf16_dot_peak_gflops"] = mp.bf16DotPeak.flopsPerSecond / 1e9;
+    if (mp.int8DotPeak.flopsPerSecond > 0) {
+      machine["int8_dot_peak_gops"] = mp.int8DotPeak.flopsPerSecond / 1e9;
+      machine["int8_dot_isa"] = mp.int8DotPeak.isa;
+    }
     const runtime::FmaPeakResult &peak = prefillPeak(r, t);
     json prefill = json::array();
     for (const PrefillResult &p : t.prefill) {
@@ -306,7 +324,9 @@ json reportJson(const BenchResults &r) {
       e["gflops"] = median * p.flopsPerToken / 1e9;
       e["fraction_of_fma_peak"] =
           median * p.flopsPerToken / mp.fmaPeak.flopsPerSecond;
-      e["peak"] = &peak == &mp.bf16DotPeak ? "bf16_dot" : "fma";
+      e["peak"] = &peak == &mp.bf16DotPeak   ? "bf16_dot"
+                  : &peak == &mp.int8DotPeak ? "int8_dot"
+                                             : "fma";
       e["fraction_of_peak"] = median * p.flopsPerToken / peak.flopsPerSecond;
       e["roofline_tokens_per_second"] = peak.flopsPerSecond / p.flopsPerToken;
       prefill.push_back(e);
@@ -389,6 +409,9 @@ json reportJson(const BenchResults &r) {
             {"bandwidth", "STREAM triad, 12 bytes an element, write-allocate "
                           "not counted"},
             {"fma_peak", "2 FLOP per FMA lane"},
+            {"int8_dot_peak",
+             "8 operations per vpdpbusd lane (4 byte products, 4 adds), "
+             "so that a quantized GEMM's 2 x M x N x K compares with it"},
             {"time", "median of repeat runs after a warm-up (best and "
                      "worst beside it)"}}},
           {"runs", runs}};

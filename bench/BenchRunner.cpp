@@ -206,6 +206,7 @@ ThreadResult benchThreads(const BenchOptions &o, int threads, bool verify,
   runtime::MachineProbeOptions probe;
   probe.triadArrayBytes = o.triadArrayBytes;
   probe.bf16DotPeak = work.bf16Dot;
+  probe.int8DotPeak = work.int8Dot;
   probe.readBandwidth = false; // sampled around the decode runs below
   result.machine = runtime::probeMachine(model->threadPool(), probe);
   for (int64_t p : o.promptTokens) {

@@ -29,6 +29,7 @@ StepWork countStepWork(const runtime::ArtifactManifest &manifest,
                        const runtime::StepLibraryManifest &library,
                        const std::string &artifactPath) {
   StepWork work;
+  int64_t quantizedLayerParameters = 0;
   work.layers = manifest.layers;
   work.vocab = manifest.vocabSize;
   for (const runtime::PackedWeight &w : library.weightEntries) {
@@ -44,6 +45,8 @@ StepWork countStepWork(const runtime::ArtifactManifest &manifest,
       work.dim = w.cols;
     } else {
       work.layerGemmParameters += w.rows * w.cols;
+      if (w.type != "f32" && w.type != "f16" && w.type != "bf16")
+        quantizedLayerParameters += w.rows * w.cols;
     }
   }
   if (work.gemmEntries == 0)
@@ -58,6 +61,7 @@ StepWork countStepWork(const runtime::ArtifactManifest &manifest,
                              ": the manifest has no 'model.heads' "
                              "(recompile the artifact), so attention's "
                              "FLOPs cannot be counted");
+  work.int8Dot = 2 * quantizedLayerParameters > work.layerGemmParameters;
   work.qDim = manifest.heads * manifest.headDim;
   work.kvBytesPerToken = 2 * manifest.layers * manifest.kvHeads *
                          manifest.headDim * int64_t(sizeof(float));

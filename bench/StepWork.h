@@ -47,6 +47,10 @@ struct StepWork {
   /// The GEMMs multiply in bf16 dot products (panels packed as k pairs):
   /// prefill is then measured against the bf16 dot peak.
   bool bf16Dot = false;
+  /// Most of the layers' GEMM parameters are quantized (Q8_0, Q4_0,
+  /// K-quants): their kernels multiply int8 activations by the weights'
+  /// levels, so prefill is measured against the int8 dot peak.
+  bool int8Dot = false;
 
   /// FLOPs per token of a P-token prefill with logits for its last row:
   /// 2 per GEMM weight parameter, the classifier's shared by the P tokens,

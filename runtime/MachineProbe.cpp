@@ -218,7 +218,51 @@ bf16DotChains(int64_t iterations, float m, float a) {
   return _mm512_reduce_add_ps(sum);
 }
 
+// x = x + u·s summed over 4 byte pairs per lane, u = s = 1 (1 + the
+// volatile inputs' integer parts, both 0): the chains grow by 4 a step, far
+// from wrapping in the iterations measurePeak runs.
+__attribute__((target("avx512f,avx512vnni"))) float
+int8DotChainsAvx512(int64_t iterations, float m, float a) {
+  __m512i acc[kAvx512Chains];
+  for (int j = 0; j < kAvx512Chains; ++j)
+    acc[j] = _mm512_set1_epi32(j);
+  const __m512i u = _mm512_set1_epi8(char(1 + int(m))),
+                s = _mm512_set1_epi8(char(1 + int(a)));
+  for (int64_t it = 0; it < iterations; ++it)
+#pragma clang loop unroll(full)
+    for (int j = 0; j < kAvx512Chains; ++j)
+      acc[j] = _mm512_dpbusd_epi32(acc[j], u, s);
+  __m512i sum = acc[0];
+  for (int j = 1; j < kAvx512Chains; ++j)
+    sum = _mm512_add_epi32(sum, acc[j]);
+  return float(_mm512_reduce_add_epi32(sum));
+}
+
 constexpr int kAvx2Chains = 12; // of 16 ymm registers, 2 hold m and a
+
+// The 256-bit AVX-VNNI form (VEX-encoded vpdpbusd), as above.
+__attribute__((target("avx2,avxvnni"))) float
+int8DotChainsAvxVnni(int64_t iterations, float m, float a) {
+  __m256i acc[kAvx2Chains];
+  for (int j = 0; j < kAvx2Chains; ++j)
+    acc[j] = _mm256_set1_epi32(j);
+  const __m256i u = _mm256_set1_epi8(char(1 + int(m))),
+                s = _mm256_set1_epi8(char(1 + int(a)));
+  for (int64_t it = 0; it < iterations; ++it)
+#pragma clang loop unroll(full)
+    for (int j = 0; j < kAvx2Chains; ++j)
+      acc[j] = _mm256_dpbusd_avx_epi32(acc[j], u, s);
+  __m256i sum = acc[0];
+  for (int j = 1; j < kAvx2Chains; ++j)
+    sum = _mm256_add_epi32(sum, acc[j]);
+  alignas(32) int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i *>(lanes), sum);
+  int64_t total = 0;
+  for (int32_t v : lanes)
+    total += v;
+  return float(total);
+}
+
 __attribute__((target("avx2,fma"))) float fmaChainsAvx2(int64_t iterations,
                                                         float m, float a) {
   __m256 acc[kAvx2Chains];
@@ -259,7 +303,9 @@ struct FmaVariant {
   float (*run)(int64_t iterations, float m, float a);
   const char *isa;
   int lanes, chains;
-  int flopsPerLane = 2; ///< per instruction: an FMA's 2, a bf16 dot's 4
+  /// Operations per lane and instruction: an FMA's 2, a bf16 dot's 4, an
+  /// int8 dot's 8 (4 byte products and their 4 additions).
+  int flopsPerLane = 2;
 };
 
 /// Whether the CPU has `feature` and KILN_CPU_FEATURES (if set) allows it:
@@ -293,6 +339,20 @@ std::optional<FmaVariant> chooseBf16DotVariant() {
   if (usable(detected, allowed, "avx512f") &&
       usable(detected, allowed, "avx512bf16"))
     return FmaVariant{bf16DotChains, "avx512bf16", 16, kAvx512Chains, 4};
+#endif
+  return std::nullopt;
+}
+
+/// The widest int8 dot loop the CPU has: vpdpbusd, 512- or 256-bit.
+std::optional<FmaVariant> chooseInt8DotVariant() {
+#ifdef KILN_PROBE_X86
+  std::vector<std::string> detected = detectCpuFeatures(),
+                           allowed = hostCpuFeatures();
+  if (usable(detected, allowed, "avx512f") &&
+      usable(detected, allowed, "avx512vnni"))
+    return FmaVariant{int8DotChainsAvx512, "avx512vnni", 16, kAvx512Chains, 8};
+  if (usable(detected, allowed, "avx2") && usable(detected, allowed, "avxvnni"))
+    return FmaVariant{int8DotChainsAvxVnni, "avxvnni", 8, kAvx2Chains, 8};
 #endif
   return std::nullopt;
 }
@@ -446,6 +506,14 @@ FmaPeakResult measureBf16DotPeak(ThreadPool &pool, int64_t iterations,
   return measurePeak(pool, *variant, iterations, repetitions);
 }
 
+FmaPeakResult measureInt8DotPeak(ThreadPool &pool, int64_t iterations,
+                                 int repetitions) {
+  std::optional<FmaVariant> variant = chooseInt8DotVariant();
+  if (!variant)
+    return {};
+  return measurePeak(pool, *variant, iterations, repetitions);
+}
+
 int64_t lastLevelCacheBytes() {
 #ifdef _SC_LEVEL3_CACHE_SIZE
   long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -481,6 +549,9 @@ MachineProbeResult probeMachine(ThreadPool &pool,
   if (options.bf16DotPeak)
     result.bf16DotPeak =
         measureBf16DotPeak(pool, options.fmaIterations, options.fmaRepetitions);
+  if (options.int8DotPeak)
+    result.int8DotPeak =
+        measureInt8DotPeak(pool, options.fmaIterations, options.fmaRepetitions);
   int64_t bytes = options.triadArrayBytes > 0 ? options.triadArrayBytes
                                               : defaultTriadBytes();
   result.bandwidth =

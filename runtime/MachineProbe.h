@@ -51,6 +51,13 @@
 //    with 16 chains of vdpbf16ps, each lane adding two bf16 products: 4
 //    FLOP per lane and instruction.
 //
+//  - int8 dot-product peak, where the CPU has AVX512_VNNI or AVX-VNNI (the
+//    rate of kernels on Q8_0, Q4_0 and K-quant weights, which multiply
+//    int8 activations by the weights' levels). The same loop with chains of
+//    vpdpbusd, each 32-bit lane adding four byte products: 8 operations per
+//    lane and instruction, counted like an FMA's 2 so that a GEMM's 2 x M x
+//    N x K compares with it.
+//
 // No MLIR, no LLVM: this is part of kiln_runtime.
 //
 //===----------------------------------------------------------------------===//
@@ -85,6 +92,9 @@ struct MachineProbeOptions {
   /// Also measure the bf16 dot-product peak (where the CPU has it): `kiln
   /// bench` asks for it when an artifact's GEMMs use bf16 dot products.
   bool bf16DotPeak = false;
+  /// Also measure the int8 dot-product peak (where the CPU has it): `kiln
+  /// bench` asks for it when an artifact's GEMMs are mostly quantized.
+  bool int8DotPeak = false;
 };
 
 struct BandwidthResult {
@@ -99,9 +109,10 @@ struct BandwidthResult {
 
 struct FmaPeakResult {
   double flopsPerSecond = 0; ///< best repetition, all threads together
-  std::string isa;           ///< "avx512f", "avx2+fma" or "scalar"
-  int lanes = 0;             ///< floats per vector
-  int accumulators = 0;      ///< independent chains per thread
+  std::string isa;      ///< "avx512f", "avx2+fma", "scalar"; the dot loops:
+                        ///< "avx512bf16", "avx512vnni", "avxvnni"
+  int lanes = 0;        ///< 32-bit lanes per vector
+  int accumulators = 0; ///< independent chains per thread
   int repetitions = 0;
 };
 
@@ -115,9 +126,12 @@ struct MachineProbeResult {
   /// flopsPerSecond 0 (and isa empty) unless asked for, and where the CPU
   /// has no bf16 dot products or KILN_CPU_FEATURES hides them.
   FmaPeakResult bf16DotPeak;
+  /// Likewise for int8 dot products (no VNNI, or none asked for: 0).
+  FmaPeakResult int8DotPeak;
 };
 
-/// Measures the limits on `pool`'s threads (the bf16 dot peak if asked).
+/// Measures the limits on `pool`'s threads (the bf16 and int8 dot peaks if
+/// asked).
 MachineProbeResult probeMachine(ThreadPool &pool,
                                 const MachineProbeOptions &options = {});
 
@@ -172,6 +186,12 @@ FmaPeakResult measureFmaPeak(ThreadPool &pool, int64_t iterations,
 /// The vdpbf16ps loop described above, as measureFmaPeak runs its loop;
 /// an empty result where the CPU cannot run it.
 FmaPeakResult measureBf16DotPeak(ThreadPool &pool, int64_t iterations,
+                                 int repetitions);
+
+/// The vpdpbusd loop described above (512-bit where the CPU has
+/// AVX512_VNNI, else AVX-VNNI's 256-bit form), as measureFmaPeak runs its
+/// loop; an empty result where the CPU cannot run either.
+FmaPeakResult measureInt8DotPeak(ThreadPool &pool, int64_t iterations,
                                  int repetitions);
 
 /// The last-level cache in bytes as the C library reports it, or 0.

@@ -22,7 +22,7 @@ struct PackedWeight {
   int64_t rows = 0;      ///< N (a GEMM weight [N, K]), or the table's rows
   int64_t cols = 0;      ///< K, or the row length
   int64_t panelRows = 0; ///< nr: rows per panel (layout "panels")
-  std::string type;      ///< f32, f16 or bf16
+  std::string type;      ///< f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k
   std::string pairs;     ///< bf16 panels: "lane" or "k" pairs, else empty
   int64_t offset = 0;    ///< bytes into the weights section
   int64_t bytes = 0;     ///< its size in the section, padding included

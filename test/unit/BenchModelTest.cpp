@@ -138,7 +138,10 @@ private:
     options.model = (dir / "bench-model.gguf").string();
     options.output = path.string();
     options.target = targetSpec;
-    options.dtype = codegen::packedTypeName(type).str();
+    // Float types by --dtype, quantized ones by --quantize, as on the
+    // command line.
+    (codegen::isQuantized(type) ? options.quantize : options.dtype) =
+        codegen::packedTypeName(type).str();
     options.maxTokens = 16;
     options.useCache = false;
     return compileModel(options).artifact;
@@ -225,6 +228,19 @@ TEST(BenchStepWork, Bf16ArtifactHalvesTheBytes) {
   EXPECT_FALSE(w.bf16Dot);
   EXPECT_EQ(w.kvBytesPerToken, 1024); // the cache stays f32
   EXPECT_EQ(w.prefillFlopsPerToken(8), 604672.0);
+}
+
+/// Q8_0 weights: the layers' GEMMs multiply int8 activations (int8Dot),
+/// whatever the target; f32 and bf16 artifacts above do not.
+TEST(BenchStepWork, QuantizedArtifactsUseTheInt8DotPeak) {
+  bench::StepWork w = countArtifact(
+      Artifacts::get().path("portable", codegen::PackedType::Q8_0));
+  EXPECT_TRUE(w.int8Dot);
+  EXPECT_FALSE(w.bf16Dot);
+  EXPECT_EQ(w.layerGemmParameters, handLayerGemmParameters(benchConfig()));
+  EXPECT_FALSE(
+      countArtifact(Artifacts::get().path("portable", codegen::PackedType::F32))
+          .int8Dot);
 }
 
 /// bf16 on avx512+bf16: panels of k pairs, so prefill is measured against
@@ -480,18 +496,62 @@ TEST(BenchReport, JsonRatesFollowFromTheTimings) {
   EXPECT_DOUBLE_EQ(k["fraction"].get<double>(), 0.005 / 0.02);
 }
 
-/// The table's header says what was counted, in the units the README
-/// gives.
-TEST(BenchReport, TableStatesTheCounts) {
-  bench::BenchResults r = knownResults();
+/// The table `kiln bench` prints for r.
+std::string tableOf(const bench::BenchResults &r) {
   char *text = nullptr;
   size_t size = 0;
   std::FILE *out = open_memstream(&text, &size);
-  ASSERT_NE(out, nullptr);
+  if (!out)
+    return "open_memstream failed";
   bench::printTable(r, out);
   std::fclose(out);
   std::string table(text, size);
   std::free(text);
+  return table;
+}
+
+/// An artifact whose layer GEMMs are quantized is quoted against the int8
+/// dot peak where the probe measured one (its kernels multiply int8
+/// activations, and pass the FP32 FMA peak), in GOP/s; without one, against
+/// the FMA peak as before.
+TEST(BenchReport, QuantizedPrefillIsQuotedAgainstTheInt8DotPeak) {
+  bench::BenchResults r = knownResults();
+  r.work.int8Dot = true;
+  r.runs[0].machine.int8DotPeak = {400e9, "avx512vnni", 16, 16, 3};
+  double flops = 604672.0; // prefillFlopsPerToken(8), by hand above
+  json d = bench::reportJson(r);
+  const json &run = d["runs"][0];
+  EXPECT_DOUBLE_EQ(run["machine"]["int8_dot_peak_gops"].get<double>(), 400.0);
+  EXPECT_EQ(run["machine"]["int8_dot_isa"], "avx512vnni");
+  const json &p = run["prefill"][0];
+  EXPECT_EQ(p["peak"], "int8_dot");
+  EXPECT_DOUBLE_EQ(p["fraction_of_peak"].get<double>(), 2000.0 * flops / 400e9);
+  EXPECT_DOUBLE_EQ(p["fraction_of_fma_peak"].get<double>(),
+                   2000.0 * flops / 100e9);
+  EXPECT_DOUBLE_EQ(p["roofline_tokens_per_second"].get<double>(),
+                   400e9 / flops);
+
+  std::string table = tableOf(r);
+  EXPECT_NE(table.find("| int8 dot peak (avx512vnni vpdpbusd, 16 chains x 16 "
+                       "lanes) | 400.0 GOP/s |"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("| pp8 GOP/s (of int8 dot peak) | 1.2 (0%) |"),
+            std::string::npos)
+      << table;
+
+  // No VNNI on the machine: the probe measured nothing, so the FMA peak.
+  r.runs[0].machine.int8DotPeak = {};
+  json without = bench::reportJson(r);
+  EXPECT_EQ(without["runs"][0]["prefill"][0]["peak"], "fma");
+  EXPECT_FALSE(without["runs"][0]["machine"].contains("int8_dot_peak_gops"));
+}
+
+/// The table's header says what was counted, in the units the README
+/// gives.
+TEST(BenchReport, TableStatesTheCounts) {
+  bench::BenchResults r = knownResults();
+  std::string table = tableOf(r);
   EXPECT_NE(table.find("counted    decode: 1.3 MB of packed GEMM weights a "
                        "token (11 matrices, 0.3 M parameters"),
             std::string::npos)

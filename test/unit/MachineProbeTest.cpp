@@ -182,6 +182,43 @@ TEST(MachineProbe, Bf16DotPeakWhereTheCpuHasIt) {
   EXPECT_EQ(hidden.flopsPerSecond, 0);
 }
 
+TEST(MachineProbe, Int8DotPeakWhereTheCpuHasIt) {
+  std::vector<std::string> features = detectCpuFeatures();
+  auto has = [&](const char *f) {
+    return std::find(features.begin(), features.end(), f) != features.end();
+  };
+  ThreadPool pool(1);
+  FmaPeakResult r = measureInt8DotPeak(pool, 1000, 1);
+  if (!has("avx512vnni") && !has("avxvnni")) {
+    EXPECT_EQ(r.flopsPerSecond, 0);
+    EXPECT_EQ(r.isa, "");
+    GTEST_SKIP() << "this CPU has neither avx512vnni nor avxvnni";
+  }
+  EXPECT_EQ(r.isa, has("avx512vnni") ? "avx512vnni" : "avxvnni");
+  EXPECT_EQ(r.lanes, has("avx512vnni") ? 16 : 8);
+  EXPECT_TRUE(std::isfinite(r.flopsPerSecond));
+  EXPECT_GT(r.flopsPerSecond, 0);
+  FmaPeakResult fma = measureFmaPeak(pool, 1000, 1);
+  std::printf("int8 dot peak, 1 thread: %.1f GOP/s (FMA peak %.1f GFLOP/s)\n",
+              r.flopsPerSecond / 1e9, fma.flopsPerSecond / 1e9);
+
+  // KILN_CPU_FEATURES hides it: with avx2 alone no dot loop is left.
+  FmaPeakResult hidden;
+  {
+    ScopedCpuFeatures narrowed("avx2,fma");
+    hidden = measureInt8DotPeak(pool, 10, 1);
+  }
+  EXPECT_EQ(hidden.flopsPerSecond, 0);
+  if (has("avx512vnni") && has("avxvnni")) {
+    // Without AVX-512 the 256-bit AVX-VNNI form is the one left.
+    ScopedCpuFeatures narrowed("avx2,fma,avxvnni");
+    FmaPeakResult narrow = measureInt8DotPeak(pool, 1000, 1);
+    EXPECT_EQ(narrow.isa, "avxvnni");
+    EXPECT_EQ(narrow.lanes, 8);
+    EXPECT_GT(narrow.flopsPerSecond, 0);
+  }
+}
+
 TEST(MachineProbe, ProbeMachineUsesThePoolAndTheOptions) {
   ThreadPool pool(2);
   MachineProbeOptions options;
@@ -198,6 +235,7 @@ TEST(MachineProbe, ProbeMachineUsesThePoolAndTheOptions) {
   EXPECT_GT(r.readBandwidth.bytesPerSecond, 0);
   EXPECT_GT(r.fmaPeak.flopsPerSecond, 0);
   EXPECT_EQ(r.bf16DotPeak.flopsPerSecond, 0) << "measured only if asked";
+  EXPECT_EQ(r.int8DotPeak.flopsPerSecond, 0) << "measured only if asked";
 }
 
 TEST(MachineProbe, DefaultArraysAreFarLargerThanTheCache) {
