@@ -156,7 +156,8 @@ std::pair<int64_t, int64_t> chooseRegisterBlock(const target::CpuTarget &cpu,
 ///    its rows in one m block and one register block (m = mr), N split into
 ///    4 tasks per core for balance, and K blocked as prefill blocks it, so a
 ///    row's sums do not depend on the batch (batch invariance; its mr x kc
-///    inputs stay in L1 or L2 either way).
+///    inputs stay in L1 or L2 either way). The kernel takes a panel's k
+///    blocks one after another, so a task's weights are one run of bytes.
 TileChoice chooseGemm(const target::CpuTarget &cpu, int64_t n, int64_t k,
                       Type weightType, int64_t panels, int64_t prefillTokens) {
   auto [mr, nr] = chooseRegisterBlock(cpu, panels);

@@ -165,7 +165,8 @@ template <class C> struct Gemm {
     float *y;              // [rows, N]
     float *up;             // [rows, N] swiglu's partial up sums (k blocks)
     int64_t rows, kBlock, panelsPerTask, mBlock, mr;
-    bool amx; // this call multiplies in tiles
+    bool amx;        // this call multiplies in tiles
+    bool panelMajor; // decode: a panel's k blocks before the next panel
   };
 
   /// What a register block prefetches while it computes. `own`: it is the
@@ -851,13 +852,27 @@ template <class C> struct Gemm {
   }
 
   /// Tasks [begin, end): each a group of panels (the parallel n loop), then
-  /// k blocks, then m blocks, register blocks innermost.
+  /// k blocks, then m blocks, register blocks innermost. Decode swaps the
+  /// panels and k blocks: its rows are one register block, which reads each
+  /// panel block once, so taking a panel's k blocks one after another makes
+  /// a task one run of consecutive bytes (panels are whole K, one after
+  /// another) that the prefetches ahead follow across k blocks and panels,
+  /// where k blocks outermost restart the stream at every panel. A panel's
+  /// k blocks are summed in the same order either way, so a row's result
+  /// is the same (batch invariance).
   static void tasks(const Args &g, int64_t begin, int64_t end) {
     int tiles = 0; // rows the AMX tiles are shaped for; 0: not configured
     for (int64_t t = begin; t < end; ++t) {
       int64_t p0 = t * g.panelsPerTask;
       int64_t p1 =
           p0 + g.panelsPerTask < PANELS ? p0 + g.panelsPerTask : PANELS;
+      if (g.panelMajor) {
+        for (int64_t p = p0; p < p1; ++p)
+          for (int64_t k0 = 0; k0 < K; k0 += g.kBlock)
+            mBlock(g, 0, g.rows, p, p + 1, k0,
+                   K - k0 < g.kBlock ? K - k0 : g.kBlock, tiles);
+        continue;
+      }
       for (int64_t k0 = 0; k0 < K; k0 += g.kBlock)
         for (int64_t m0 = 0; m0 < g.rows; m0 += g.mBlock)
           mBlock(g, m0, m0 + g.mBlock < g.rows ? m0 + g.mBlock : g.rows, p0, p1,
@@ -930,6 +945,9 @@ template <class C> struct Gemm {
     g.mBlock = prefill ? C::PREFILL_M : C::DECODE_M;
     g.mr = prefill ? MR : C::DECODE_MR;
     g.amx = AMX_BF16 || (AMX_INT8 && prefill);
+    // One m block of one register block (decode, prefill_from = mr): no
+    // panel block is read twice, so nothing is gained by k blocks outermost.
+    g.panelMajor = g.rows <= g.mBlock && g.rows <= g.mr && !g.amx;
     int64_t count = (PANELS + g.panelsPerTask - 1) / g.panelsPerTask;
     parallel(a, count,
              [&](int64_t begin, int64_t end) { tasks(g, begin, end); });
