@@ -866,17 +866,14 @@ template <class C> struct Gemm {
       int64_t p0 = t * g.panelsPerTask;
       int64_t p1 =
           p0 + g.panelsPerTask < PANELS ? p0 + g.panelsPerTask : PANELS;
-      if (g.panelMajor) {
-        for (int64_t p = p0; p < p1; ++p)
-          for (int64_t k0 = 0; k0 < K; k0 += g.kBlock)
-            mBlock(g, 0, g.rows, p, p + 1, k0,
-                   K - k0 < g.kBlock ? K - k0 : g.kBlock, tiles);
-        continue;
-      }
-      for (int64_t k0 = 0; k0 < K; k0 += g.kBlock)
-        for (int64_t m0 = 0; m0 < g.rows; m0 += g.mBlock)
-          mBlock(g, m0, m0 + g.mBlock < g.rows ? m0 + g.mBlock : g.rows, p0, p1,
-                 k0, K - k0 < g.kBlock ? K - k0 : g.kBlock, tiles);
+      // Decode takes the task's panels one at a time, prefill all at once.
+      const int64_t group = g.panelMajor ? 1 : p1 - p0;
+      for (int64_t q0 = p0; q0 < p1; q0 += group)
+        for (int64_t k0 = 0; k0 < K; k0 += g.kBlock)
+          for (int64_t m0 = 0; m0 < g.rows; m0 += g.mBlock)
+            mBlock(g, m0, m0 + g.mBlock < g.rows ? m0 + g.mBlock : g.rows, q0,
+                   q0 + group, k0, K - k0 < g.kBlock ? K - k0 : g.kBlock,
+                   tiles);
     }
     if constexpr (C::AMX)
       if (tiles)
