@@ -10,6 +10,7 @@
 #include "bench/ReportPieces.h"
 
 #include "runtime/CpuFeatures.h"
+#include "runtime/WeightPrefetch.h"
 
 #include <nlohmann/json.hpp>
 
@@ -115,8 +116,9 @@ void printReportHeader(const BenchOptions &o, const std::string &date,
                        const runtime::ArtifactManifest &m, std::FILE *out) {
   std::fprintf(out, "# %s\n", o.command.c_str());
   std::fprintf(out, "date       %s\n", date.c_str());
-  std::fprintf(out, "host       %s; %s\n", cpu.c_str(),
-               joined(runtime::detectCpuFeatures(), " ").c_str());
+  std::fprintf(out, "host       %s; %s; decode weight prefetch %s\n",
+               cpu.c_str(), joined(runtime::detectCpuFeatures(), " ").c_str(),
+               runtime::describeHostWeightPrefetch().c_str());
   std::fprintf(out,
                "artifact   %s: kiln %s, target %s, %s weights, %lld layers, "
                "vocab %lld, context %lld, max %lld tokens a step\n",
@@ -387,6 +389,7 @@ json reportJson(const BenchResults &r) {
           {"host",
            {{"cpu", r.cpu},
             {"cpu_features", runtime::detectCpuFeatures()},
+            {"weight_prefetch", runtime::hostWeightPrefetch()},
             {"last_level_cache_bytes", runtime::lastLevelCacheBytes()}}},
           {"settings",
            {{"prompt_tokens", r.options.promptTokens},

@@ -8,6 +8,7 @@
 
 #include "runtime/CpuFeatures.h"
 #include "runtime/TokenizerSpecJson.h"
+#include "runtime/WeightPrefetch.h"
 
 #include <nlohmann/json.hpp>
 
@@ -312,6 +313,7 @@ CompiledModel::CompiledModel(Artifact file, StepLibrary library,
     weightBytes = std::string_view(
         reinterpret_cast<const char *>(weightCopy->data()), weightBytes.size());
   }
+  weightPrefetch = hostWeightPrefetch();
   pool = std::make_unique<ThreadPool>(options.threads);
   parallel = pool->abi();
   size_t arenaBytes = size_t(this->info.arenaBytes + 64) / 64 * 64;
@@ -423,6 +425,7 @@ void CompiledModel::runChunk(const StepBatch &batch, size_t begin, size_t end,
   args.cache = cache->abi();
   args.parallel = &parallel;
   args.call_seconds = profiling ? callSeconds.data() : nullptr;
+  args.weight_prefetch = weightPrefetch ? 1 : 0;
   if (cudaRunner) {
     cudaRunner->step(args);
     cache->finishStep(batch, begin, end);

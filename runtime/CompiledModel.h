@@ -201,6 +201,8 @@ private:
   std::unique_ptr<cuda::CudaStepRunner> cudaRunner;
   bool profiling = false;
   std::vector<double> callSeconds;
+  /// kiln_step_args::weight_prefetch for this machine (WeightPrefetch.h).
+  bool weightPrefetch = true;
 };
 
 } // namespace kiln::runtime

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_STEP_ABI_VERSION 4
+#define KILN_STEP_ABI_VERSION 5
 
 /* A chunk of parallel work: fn(ctx, begin, end) handles [begin, end). */
 typedef void (*kiln_task_fn)(void *ctx, int64_t begin, int64_t end);
@@ -89,6 +89,11 @@ typedef struct kiln_step_args {
   /* Optional profile: when non-null, kiln_step adds the wall time of its
    * i-th kernel call to call_seconds[i], for i < kiln_step_call_count(). */
   double *call_seconds;
+  /* Nonzero: a GEMM's one-row-block (decode) loops ask for their weights'
+   * cache lines ahead of their loads in software. It never changes a
+   * result; whether it helps depends on the CPU, so the runtime decides
+   * (runtime/WeightPrefetch.h). */
+  int32_t weight_prefetch;
 } kiln_step_args;
 
 /* Entry points every compiled step library exports. kiln_step returns 0 on

@@ -6,6 +6,10 @@
 //
 //   kiln-kernel-bench [--working-set-mib N] [Google Benchmark flags]
 //
+// Decode loops prefetch their weights in software where the runtime would
+// ask them to on this CPU (runtime/WeightPrefetch.h); KILN_WEIGHT_PREFETCH=
+// on|off overrides it, and the context line "weight_prefetch" says which.
+//
 // Each benchmark runs one GEMM for 1 or 16 rows (decode of one sequence, a
 // batch of 16) on 1 or more threads of the runtime's ThreadPool, cycling
 // through copies of its weights that fill the working set (512 MiB by
@@ -29,6 +33,7 @@
 #include "runtime/HugePageBuffer.h"
 #include "runtime/MachineProbe.h"
 #include "runtime/ThreadPool.h"
+#include "runtime/WeightPrefetch.h"
 
 #include <benchmark/benchmark.h>
 
@@ -39,6 +44,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +53,10 @@ namespace kiln::kernel_bench {
 namespace {
 
 int64_t workingSetBytes = int64_t(512) << 20;
+
+/// The step's weight_prefetch, as a loaded artifact's would be
+/// (runtime/WeightPrefetch.h: KILN_WEIGHT_PREFETCH=on|off to compare).
+bool weightPrefetch = true;
 
 /// The working set: random floats in [-1, 1), made once.
 float *workingSet() {
@@ -115,6 +125,7 @@ void gemmBenchmark(benchmark::State &state, const GemmInstance &gemm,
   kiln_parallel parallel = pool(threads).abi();
   kiln_step_args args{};
   args.parallel = &parallel;
+  args.weight_prefetch = weightPrefetch ? 1 : 0;
 
   // The probe's best of 5 passes (and of any earlier samples).
   readProbe(threads).sample(5);
@@ -177,6 +188,14 @@ int main(int argc, char **argv) {
   benchmark::AddCustomContext("kernels_compiled_for", compiledFeatures());
   benchmark::AddCustomContext("working_set_mib",
                               std::to_string(workingSetBytes >> 20));
+  try {
+    weightPrefetch = kiln::runtime::hostWeightPrefetch();
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "kiln-kernel-bench: %s\n", e.what());
+    return 2;
+  }
+  benchmark::AddCustomContext("weight_prefetch",
+                              kiln::runtime::describeHostWeightPrefetch());
   for (int threads : threadCounts)
     benchmark::RegisterBenchmark(
         ("read/threads:" + std::to_string(threads)).c_str(), readBenchmark,

@@ -25,6 +25,7 @@
 #include "frontends/formats/SyntheticModel.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/CpuFeatures.h"
+#include "runtime/WeightPrefetch.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -418,6 +419,7 @@ TEST(BenchReport, JsonHoldsTheDocumentedFields) {
 
   EXPECT_EQ(d["host"]["cpu"], "test CPU");
   EXPECT_TRUE(d["host"].contains("cpu_features"));
+  EXPECT_EQ(d["host"]["weight_prefetch"], runtime::hostWeightPrefetch());
   EXPECT_TRUE(d["host"].contains("last_level_cache_bytes"));
 
   const json &s = d["settings"];

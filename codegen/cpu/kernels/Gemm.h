@@ -24,9 +24,10 @@
 // weights stays in cache while the input rows stream through it), then the
 // register blocks. Weights stream from memory once, prefetched: a single
 // register block of rows (decode) asks for the lines PREFETCH_AHEAD past
-// those it loads; taller m blocks read each panel block several times from
-// cache, and each of those reads fetches its share of the next panel block
-// into L2, so memory works during all of them (mBlock).
+// those it loads where the step's weight_prefetch says so (the runtime
+// decides per CPU: runtime/WeightPrefetch.h); taller m blocks read each panel
+// block several times from cache, and each of those reads fetches its share of
+// the next panel block into L2, so memory works during all of them (mBlock).
 //   SWIGLU, HAS_BIAS, HAS_RESIDUAL, HAS_PROLOGUE          the fused parts
 //   ACTIVATION      a Unary (Identity, Silu, Gelu, GeluTanh, Relu)
 //   EPSILON         the prologue's rms_norm epsilon
@@ -167,11 +168,13 @@ template <class C> struct Gemm {
     int64_t rows, kBlock, panelsPerTask, mBlock, mr;
     bool amx;        // this call multiplies in tiles
     bool panelMajor; // decode: a panel's k blocks before the next panel
+    bool prefetch;   // the step's weight_prefetch: `own` blocks prefetch
   };
 
   /// What a register block prefetches while it computes. `own`: it is the
-  /// first to read its weights, from memory, so it asks for the lines
-  /// PREFETCH_AHEAD past the ones it loads. `next`, `next2`: the panel block
+  /// first to read its weights, from memory, and the step asks for weight
+  /// prefetches, so it asks for the lines PREFETCH_AHEAD past the ones it
+  /// loads. `next`, `next2`: the panel block
   /// this thread multiplies next (w, w2; null: none), `bytes` long, of
   /// which this block fetches share `share` of `shares` (mBlock).
   struct Fetch {
@@ -845,7 +848,7 @@ template <class C> struct Gemm {
       }
       for (int64_t m = m0; m < m1; m += g.mr, ++f.share) {
         int rows = m1 - m < g.mr ? int(m1 - m) : int(g.mr);
-        f.own = m0 == 0 && m == m0 && (shares == 1 || p == p0);
+        f.own = g.prefetch && m0 == 0 && m == m0 && (shares == 1 || p == p0);
         dispatch<MAX_MR>(g, rows, m, p, k0, kl, first, last, f);
       }
     }
@@ -945,6 +948,7 @@ template <class C> struct Gemm {
     // One m block of one register block (decode, prefill_from = mr): no
     // panel block is read twice, so nothing is gained by k blocks outermost.
     g.panelMajor = g.rows <= g.mBlock && g.rows <= g.mr && !g.amx;
+    g.prefetch = a->weight_prefetch != 0;
     int64_t count = (PANELS + g.panelsPerTask - 1) / g.panelsPerTask;
     parallel(a, count,
              [&](int64_t begin, int64_t end) { tasks(g, begin, end); });

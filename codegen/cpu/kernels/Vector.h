@@ -525,10 +525,12 @@ inline float hsum(vfloat v) {
 /// while a register block reads a panel for the first time (the panels'
 /// bytes are consecutive, so "ahead" is the same stream), each step
 /// prefetches the lines PREFETCH_AHEAD bytes past the ones it loads into
-/// L2 (prefetcht1). The hardware streamer alone leaves decode loops, which
-/// compute between loads, at about 70% of a plain read's bandwidth, and it
-/// stops at every 4 KiB page; 16 KiB ahead measured best of 4-37 KiB
-/// (bench/NOTES.md, v17).
+/// L2 (prefetcht1), on CPUs where the runtime asks for it (the step's
+/// weight_prefetch, runtime/WeightPrefetch.h). On a Xeon the hardware
+/// streamer alone left decode loops, which compute between loads, at about
+/// 70% of a plain read's bandwidth, and it stops at every 4 KiB page; 16 KiB
+/// ahead measured best of 4-37 KiB (bench/NOTES.md, v17). On Zen 5 the
+/// loops are faster without it (v23).
 constexpr int64_t PREFETCH_AHEAD = 16384;
 
 /// Prefetches the BYTES bytes PREFETCH_AHEAD past `p` into L2. Addresses
