@@ -168,15 +168,15 @@ template <class C> struct Gemm {
     int64_t rows, kBlock, panelsPerTask, mBlock, mr;
     bool amx;        // this call multiplies in tiles
     bool panelMajor; // decode: a panel's k blocks before the next panel
-    bool prefetch;   // the step's weight_prefetch: `own` blocks prefetch
+    bool prefetch;   // `own` blocks prefetch (weight_prefetch; K-quants)
   };
 
   /// What a register block prefetches while it computes. `own`: it is the
   /// first to read its weights, from memory, and the step asks for weight
   /// prefetches, so it asks for the lines PREFETCH_AHEAD past the ones it
-  /// loads. `next`, `next2`: the panel block
-  /// this thread multiplies next (w, w2; null: none), `bytes` long, of
-  /// which this block fetches share `share` of `shares` (mBlock).
+  /// loads. `next`, `next2`: the panel block this thread multiplies next
+  /// (w, w2; null: none), `bytes` long, of which this block fetches share
+  /// `share` of `shares` (mBlock).
   struct Fetch {
     bool own = false;
     const uint8_t *next = nullptr, *next2 = nullptr;
@@ -948,7 +948,10 @@ template <class C> struct Gemm {
     // One m block of one register block (decode, prefill_from = mr): no
     // panel block is read twice, so nothing is gained by k blocks outermost.
     g.panelMajor = g.rows <= g.mBlock && g.rows <= g.mr && !g.amx;
-    g.prefetch = a->weight_prefetch != 0;
+    // K-quant loops compute at about half memory's rate; on Zen 5 they
+    // measured faster with the prefetch, where the others measured slower
+    // (bench/NOTES.md v23), so they always take it.
+    g.prefetch = KQUANT || a->weight_prefetch != 0;
     int64_t count = (PANELS + g.panelsPerTask - 1) / g.panelsPerTask;
     parallel(a, count,
              [&](int64_t begin, int64_t end) { tasks(g, begin, end); });
