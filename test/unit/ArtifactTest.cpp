@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Artifact.h"
+#include "ScopedEnv.h"
 #include "runtime/CompiledModel.h"
 #include "runtime/CpuFeatures.h"
 #include "runtime/HugePageBuffer.h"
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 using namespace kiln::runtime;
+using kiln::test::ScopedEnv;
 
 namespace {
 
@@ -455,50 +457,28 @@ TEST(ArtifactSources, PathsCannotLeaveTheDirectory) {
 // CPU features
 //===----------------------------------------------------------------------===//
 
-/// Sets KILN_CPU_FEATURES for one scope, restoring what was there.
-class CpuFeaturesOverride {
-public:
-  explicit CpuFeaturesOverride(const char *value) {
-    if (const char *old = std::getenv(kCpuFeaturesEnv))
-      saved = old;
-    if (value)
-      setenv(kCpuFeaturesEnv, value, 1);
-    else
-      unsetenv(kCpuFeaturesEnv);
-  }
-  ~CpuFeaturesOverride() {
-    if (saved)
-      setenv(kCpuFeaturesEnv, saved->c_str(), 1);
-    else
-      unsetenv(kCpuFeaturesEnv);
-  }
-
-private:
-  std::optional<std::string> saved;
-};
-
 using Features = std::vector<std::string>;
 
 TEST(CpuFeatures, EnvironmentOverridesDetection) {
   {
-    CpuFeaturesOverride env("avx2,fma");
+    ScopedEnv env(kCpuFeaturesEnv, "avx2,fma");
     EXPECT_EQ(hostCpuFeatures(), (Features{"avx2", "fma"}));
     EXPECT_EQ(missingCpuFeatures({"avx2", "avx512f", "fma", "avx512bw"}),
               (Features{"avx512f", "avx512bw"}));
   }
   {
-    CpuFeaturesOverride env(" avx2 , fma,,avx2 ");
+    ScopedEnv env(kCpuFeaturesEnv, " avx2 , fma,,avx2 ");
     EXPECT_EQ(hostCpuFeatures(), (Features{"avx2", "fma"}));
   }
   {
-    CpuFeaturesOverride env("none");
+    ScopedEnv env(kCpuFeaturesEnv, "none");
     EXPECT_TRUE(hostCpuFeatures().empty());
     EXPECT_EQ(missingCpuFeatures({"avx2", "avx2", "f16c"}),
               (Features{"avx2", "f16c"}));
     EXPECT_TRUE(missingCpuFeatures({}).empty());
   }
   {
-    CpuFeaturesOverride env(nullptr);
+    ScopedEnv env(kCpuFeaturesEnv, nullptr);
     EXPECT_EQ(hostCpuFeatures(), detectCpuFeatures());
   }
   EXPECT_EQ(missingCpuFeatures({"a", "b", "c"}, {"c", "a"}), (Features{"b"}));
@@ -758,7 +738,7 @@ TEST_F(ArtifactFiles, LoadRunsTheBestStepLibrary) {
             "avx512", "avx2 and avx512",
             "the avx512 step library, the most capable of its 3"}}) {
     SCOPED_TRACE(c.cpu);
-    CpuFeaturesOverride cpu(c.cpu);
+    ScopedEnv cpu(kCpuFeaturesEnv, c.cpu);
     CompiledModelOptions options;
     options.threads = 1;
     std::unique_ptr<CompiledModel> model =
@@ -840,7 +820,7 @@ TEST_F(ArtifactFiles, LoadNamesWhatEveryLibraryLacks) {
   writer.addSection("tokenizer", R"({"format": "kiln-tokenizer",
       "model": "byte_level_bpe", "tokens": ["a", "b", "c", "d"]})");
   writer.write(file("model.kiln"));
-  CpuFeaturesOverride cpu("fma");
+  ScopedEnv cpu(kCpuFeaturesEnv, "fma");
   EXPECT_EQ(artifactErrorOf([&] { CompiledModel::load(file("model.kiln")); }),
             file("model.kiln") +
                 ": has step libraries for avx2, avx512, but this CPU can run "

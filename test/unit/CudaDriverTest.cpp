@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaDriver.h"
+#include "ScopedEnv.h"
 #include "runtime/cuda/CudaObjects.h"
 
 #include <gtest/gtest.h>
@@ -32,35 +33,9 @@
 #include <unistd.h>
 
 using namespace kiln::runtime::cuda;
+using kiln::test::ScopedEnv;
 
 namespace {
-
-/// Sets (or, given nullptr, unsets) an environment variable for a scope and
-/// restores it after.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name(name) {
-    const char *old = std::getenv(name);
-    hadValue = old != nullptr;
-    if (old)
-      saved = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (hadValue)
-      setenv(name, saved.c_str(), 1);
-    else
-      unsetenv(name);
-  }
-
-private:
-  const char *name;
-  std::string saved;
-  bool hadValue = false;
-};
 
 /// KILN_CUDA_DRIVER at the stub, in `mode`.
 struct StubDriverEnv {

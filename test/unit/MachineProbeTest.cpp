@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/MachineProbe.h"
+#include "ScopedEnv.h"
 
 #include "runtime/CpuFeatures.h"
 
@@ -24,30 +25,9 @@
 #include <unistd.h>
 
 using namespace kiln::runtime;
+using kiln::test::ScopedEnv;
 
 namespace {
-
-/// Sets KILN_CPU_FEATURES for a scope and restores it after.
-class ScopedCpuFeatures {
-public:
-  explicit ScopedCpuFeatures(const char *features) {
-    const char *old = std::getenv(kCpuFeaturesEnv);
-    if (old)
-      saved = old;
-    hadValue = old != nullptr;
-    setenv(kCpuFeaturesEnv, features, 1);
-  }
-  ~ScopedCpuFeatures() {
-    if (hadValue)
-      setenv(kCpuFeaturesEnv, saved.c_str(), 1);
-    else
-      unsetenv(kCpuFeaturesEnv);
-  }
-
-private:
-  std::string saved;
-  bool hadValue = false;
-};
 
 constexpr int64_t kSmallArray = 1 << 20; // 1 MiB: 4 chunks of the triad
 
@@ -104,7 +84,7 @@ TEST(MachineProbe, ReadProbeFollowsTheCpu) {
   // KILN_CPU_FEATURES narrows it to the portable loop.
   BandwidthResult portable;
   {
-    ScopedCpuFeatures features("none");
+    ScopedEnv features(kCpuFeaturesEnv, "none");
     portable = measureReadBandwidth(pool, 100, 1);
   }
   EXPECT_EQ(portable.isa, "portable");
@@ -148,7 +128,7 @@ TEST(MachineProbe, FmaVariantMatchesTheCpu) {
 TEST(MachineProbe, CpuFeatureOverrideNarrowsTheChoice) {
   // KILN_CPU_FEATURES may take AVX-512 away (to measure an AVX2 peak), and
   // can never add what CPUID lacks.
-  ScopedCpuFeatures features("none");
+  ScopedEnv features(kCpuFeaturesEnv, "none");
   ThreadPool pool(1);
   FmaPeakResult r = measureFmaPeak(pool, 10, 1);
   EXPECT_EQ(r.isa, "scalar");
@@ -176,7 +156,7 @@ TEST(MachineProbe, Bf16DotPeakWhereTheCpuHasIt) {
   // KILN_CPU_FEATURES hides it, as it hides AVX-512 from the FMA loop.
   FmaPeakResult hidden;
   {
-    ScopedCpuFeatures features("avx2,fma,avx512f");
+    ScopedEnv features(kCpuFeaturesEnv, "avx2,fma,avx512f");
     hidden = measureBf16DotPeak(pool, 10, 1);
   }
   EXPECT_EQ(hidden.flopsPerSecond, 0);
@@ -205,13 +185,13 @@ TEST(MachineProbe, Int8DotPeakWhereTheCpuHasIt) {
   // KILN_CPU_FEATURES hides it: with avx2 alone no dot loop is left.
   FmaPeakResult hidden;
   {
-    ScopedCpuFeatures narrowed("avx2,fma");
+    ScopedEnv narrowed(kCpuFeaturesEnv, "avx2,fma");
     hidden = measureInt8DotPeak(pool, 10, 1);
   }
   EXPECT_EQ(hidden.flopsPerSecond, 0);
   if (has("avx512vnni") && has("avxvnni")) {
     // Without AVX-512 the 256-bit AVX-VNNI form is the one left.
-    ScopedCpuFeatures narrowed("avx2,fma,avxvnni");
+    ScopedEnv narrowed(kCpuFeaturesEnv, "avx2,fma,avxvnni");
     FmaPeakResult narrow = measureInt8DotPeak(pool, 1000, 1);
     EXPECT_EQ(narrow.isa, "avxvnni");
     EXPECT_EQ(narrow.lanes, 8);

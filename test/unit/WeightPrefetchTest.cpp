@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/WeightPrefetch.h"
+#include "ScopedEnv.h"
 
 #include <gtest/gtest.h>
 
@@ -16,31 +17,9 @@
 #include <string>
 
 using namespace kiln::runtime;
+using kiln::test::ScopedEnv;
 
 namespace {
-
-/// Sets KILN_WEIGHT_PREFETCH for a scope (null: unsets it) and restores it
-/// after.
-class ScopedOverride {
-public:
-  explicit ScopedOverride(const char *value) {
-    if (const char *old = std::getenv(kWeightPrefetchEnv))
-      saved = old;
-    if (value)
-      setenv(kWeightPrefetchEnv, value, 1);
-    else
-      unsetenv(kWeightPrefetchEnv);
-  }
-  ~ScopedOverride() {
-    if (saved)
-      setenv(kWeightPrefetchEnv, saved->c_str(), 1);
-    else
-      unsetenv(kWeightPrefetchEnv);
-  }
-
-private:
-  std::optional<std::string> saved;
-};
 
 TEST(WeightPrefetch, OffOnAmdOnElsewhere) {
   EXPECT_FALSE(weightPrefetchForVendor("AuthenticAMD"));
@@ -50,7 +29,7 @@ TEST(WeightPrefetch, OffOnAmdOnElsewhere) {
 }
 
 TEST(WeightPrefetch, HostFollowsTheRuleForItsVendor) {
-  ScopedOverride none(nullptr);
+  ScopedEnv none(kWeightPrefetchEnv, nullptr);
   const std::string vendor = hostCpuVendor();
 #if defined(__x86_64__) || defined(__i386__)
   EXPECT_EQ(vendor.size(), 12u) << "CPUID leaf 0 names 12 characters";
@@ -62,23 +41,23 @@ TEST(WeightPrefetch, HostFollowsTheRuleForItsVendor) {
 
 TEST(WeightPrefetch, EnvironmentOverridesTheRule) {
   {
-    ScopedOverride on("on");
+    ScopedEnv on(kWeightPrefetchEnv, "on");
     EXPECT_TRUE(hostWeightPrefetch());
     EXPECT_EQ(describeHostWeightPrefetch(), "on (KILN_WEIGHT_PREFETCH=on)");
   }
   {
-    ScopedOverride off("off");
+    ScopedEnv off(kWeightPrefetchEnv, "off");
     EXPECT_FALSE(hostWeightPrefetch());
     EXPECT_EQ(describeHostWeightPrefetch(), "off (KILN_WEIGHT_PREFETCH=off)");
   }
   {
-    ScopedOverride empty("");
+    ScopedEnv empty(kWeightPrefetchEnv, "");
     EXPECT_EQ(hostWeightPrefetch(), weightPrefetchForVendor(hostCpuVendor()));
   }
 }
 
 TEST(WeightPrefetch, AnythingButOnOrOffIsAClearError) {
-  ScopedOverride bad("yes");
+  ScopedEnv bad(kWeightPrefetchEnv, "yes");
   try {
     hostWeightPrefetch();
     FAIL() << "KILN_WEIGHT_PREFETCH=yes was accepted";
