@@ -425,7 +425,7 @@ void CompiledModel::runChunk(const StepBatch &batch, size_t begin, size_t end,
   args.cache = cache->abi();
   args.parallel = &parallel;
   args.call_seconds = profiling ? callSeconds.data() : nullptr;
-  args.weight_prefetch = weightPrefetch ? 1 : 0;
+  args.weight_prefetch = int32_t(weightPrefetch);
   if (cudaRunner) {
     cudaRunner->step(args);
     cache->finishStep(batch, begin, end);

@@ -23,6 +23,7 @@
 #include "runtime/StepLibrary.h"
 #include "runtime/ThreadPool.h"
 #include "runtime/Tokenizer.h"
+#include "runtime/WeightPrefetch.h"
 #include "runtime/cuda/CudaStepRunner.h"
 
 #include <memory>
@@ -202,7 +203,7 @@ private:
   bool profiling = false;
   std::vector<double> callSeconds;
   /// kiln_step_args::weight_prefetch for this machine (WeightPrefetch.h).
-  bool weightPrefetch = true;
+  WeightPrefetch weightPrefetch = WeightPrefetch::Lines;
 };
 
 } // namespace kiln::runtime

@@ -11,14 +11,19 @@
 //    larger than the caches, the access pattern of a GEMV over packed weight
 //    panels: sequential 64-byte vector loads in 256 KiB chunks, folded into
 //    eight independent XOR accumulators (so neither the ALUs nor a
-//    dependency chain limit it), no stores. The array is backed by
+//    dependency chain limit it), no stores. Each repetition reads the array
+//    twice: as it is, and asking in software for the first line of the
+//    4 KiB page 16 KiB ahead of each page it reads, as decode GEMMs may
+//    (runtime/WeightPrefetch.h). The faster pass counts, so the probe stays
+//    a limit that decode does not pass: on Zen 5 the second pass read about
+//    30% faster than the first (bench/NOTES.md v24). The array is backed by
 //    transparent huge pages where the kernel allows them (madvise), so TLB
-//    misses do not hold the probe below what a model whose weights sit in
-//    large pages can reach. Vector width follows the CPU (AVX-512, AVX2,
-//    else the compiler's baseline), chosen as the FMA loop's is. Best of N
-//    passes; the probe can be sampled again (ReadBandwidthProbe) because a
-//    shared host's bandwidth drifts. By default the array holds as many
-//    bytes as the triad's three arrays together. Counted as the bytes read.
+//    misses do not hold the probe below what a model whose weights sit in large
+//    pages can reach. Vector width follows the CPU (AVX-512, AVX2, else the
+//    compiler's baseline), chosen as the FMA loop's is. Best of N passes; the
+//    probe can be sampled again (ReadBandwidthProbe) because a shared host's
+//    bandwidth drifts. By default the array holds as many bytes as the triad's
+//    three arrays together. Counted as the bytes read.
 //
 //  - Triad bandwidth, for comparison with STREAM figures. A
 //    STREAM-like triad a[i] = b[i] + s * c[i] over three float arrays far

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define KILN_STEP_ABI_VERSION 5
+#define KILN_STEP_ABI_VERSION 6
 
 /* A chunk of parallel work: fn(ctx, begin, end) handles [begin, end). */
 typedef void (*kiln_task_fn)(void *ctx, int64_t begin, int64_t end);
@@ -89,12 +89,18 @@ typedef struct kiln_step_args {
   /* Optional profile: when non-null, kiln_step adds the wall time of its
    * i-th kernel call to call_seconds[i], for i < kiln_step_call_count(). */
   double *call_seconds;
-  /* Nonzero: a GEMM's one-row-block (decode) loops ask for their weights'
-   * cache lines ahead of their loads in software. It never changes a
-   * result; whether it helps depends on the CPU, so the runtime decides
-   * (runtime/WeightPrefetch.h). */
+  /* How a GEMM's one-row-block (decode) loops ask, in software, for the
+   * weights ahead of their loads: KILN_WEIGHT_PREFETCH_NONE, _LINES (every
+   * cache line) or _PAGES (the first line of each 4 KiB page). It never
+   * changes a result; which helps depends on the CPU, so the runtime
+   * decides (runtime/WeightPrefetch.h). */
   int32_t weight_prefetch;
 } kiln_step_args;
+
+/* kiln_step_args::weight_prefetch. */
+#define KILN_WEIGHT_PREFETCH_NONE 0
+#define KILN_WEIGHT_PREFETCH_LINES 1
+#define KILN_WEIGHT_PREFETCH_PAGES 2
 
 /* Entry points every compiled step library exports. kiln_step returns 0 on
  * success; T must not exceed the manifest's max_tokens. */

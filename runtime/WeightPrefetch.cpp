@@ -1,4 +1,4 @@
-//===- WeightPrefetch.cpp - Whether decode GEMMs prefetch in software -----===//
+//===- WeightPrefetch.cpp - How decode GEMMs prefetch in software ---------===//
 //
 // Part of Kiln.
 //
@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -19,23 +20,37 @@ namespace kiln::runtime {
 
 namespace {
 
-/// The override, if set: "on", "off", or "" (unset or empty).
-std::string weightPrefetchOverride() {
+/// The override, if set; nullopt when unset or empty.
+std::optional<WeightPrefetch> weightPrefetchOverride() {
   const char *value = std::getenv(kWeightPrefetchEnv);
   if (!value || !*value)
-    return "";
-  std::string v = value;
-  if (v != "on" && v != "off")
-    throw std::invalid_argument(std::string(kWeightPrefetchEnv) + "=" + v +
-                                ": expected \"on\" or \"off\" (or unset, for "
-                                "the rule for this CPU's vendor)");
-  return v;
+    return std::nullopt;
+  for (WeightPrefetch mode :
+       {WeightPrefetch::None, WeightPrefetch::Lines, WeightPrefetch::Pages})
+    if (std::strcmp(value, weightPrefetchName(mode)) == 0)
+      return mode;
+  throw std::invalid_argument(std::string(kWeightPrefetchEnv) + "=" + value +
+                              ": expected \"none\", \"lines\" or \"pages\" "
+                              "(or unset, for the rule for this CPU's vendor)");
 }
 
 } // namespace
 
-bool weightPrefetchForVendor(const std::string &vendor) {
-  return vendor != "AuthenticAMD";
+const char *weightPrefetchName(WeightPrefetch mode) {
+  switch (mode) {
+  case WeightPrefetch::None:
+    return "none";
+  case WeightPrefetch::Lines:
+    return "lines";
+  case WeightPrefetch::Pages:
+    return "pages";
+  }
+  return "unknown";
+}
+
+WeightPrefetch weightPrefetchForVendor(const std::string &vendor) {
+  return vendor == "AuthenticAMD" ? WeightPrefetch::Pages
+                                  : WeightPrefetch::Lines;
 }
 
 std::string hostCpuVendor() {
@@ -55,20 +70,20 @@ std::string hostCpuVendor() {
 #endif
 }
 
-bool hostWeightPrefetch() {
-  std::string forced = weightPrefetchOverride();
-  if (!forced.empty())
-    return forced == "on";
+WeightPrefetch hostWeightPrefetch() {
+  if (std::optional<WeightPrefetch> forced = weightPrefetchOverride())
+    return *forced;
   return weightPrefetchForVendor(hostCpuVendor());
 }
 
 std::string describeHostWeightPrefetch() {
-  std::string forced = weightPrefetchOverride();
-  if (!forced.empty())
-    return forced + " (" + kWeightPrefetchEnv + "=" + forced + ")";
+  if (std::optional<WeightPrefetch> forced = weightPrefetchOverride()) {
+    std::string name = weightPrefetchName(*forced);
+    return name + " (" + kWeightPrefetchEnv + "=" + name + ")";
+  }
   std::string vendor = hostCpuVendor();
-  bool on = weightPrefetchForVendor(vendor);
-  return std::string(on ? "on" : "off") + " (the rule for " +
+  return std::string(weightPrefetchName(weightPrefetchForVendor(vendor))) +
+         " (the rule for " +
          (vendor.empty() ? std::string("this CPU") : vendor) + ")";
 }
 

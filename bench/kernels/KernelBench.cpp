@@ -8,7 +8,8 @@
 //
 // Decode loops prefetch their weights in software where the runtime would
 // ask them to on this CPU (runtime/WeightPrefetch.h); KILN_WEIGHT_PREFETCH=
-// on|off overrides it, and the context line "weight_prefetch" says which.
+// none|lines|pages overrides it, and the context line "weight_prefetch"
+// says which.
 //
 // Each benchmark runs one GEMM for 1 or 16 rows (decode of one sequence, a
 // batch of 16) on 1 or more threads of the runtime's ThreadPool, cycling
@@ -55,8 +56,9 @@ namespace {
 int64_t workingSetBytes = int64_t(512) << 20;
 
 /// The step's weight_prefetch, as a loaded artifact's would be
-/// (runtime/WeightPrefetch.h: KILN_WEIGHT_PREFETCH=on|off to compare).
-bool weightPrefetch = true;
+/// (runtime/WeightPrefetch.h: KILN_WEIGHT_PREFETCH=none|lines|pages to
+/// compare).
+runtime::WeightPrefetch weightPrefetch = runtime::WeightPrefetch::Lines;
 
 /// The working set: random floats in [-1, 1), made once.
 float *workingSet() {
@@ -125,7 +127,7 @@ void gemmBenchmark(benchmark::State &state, const GemmInstance &gemm,
   kiln_parallel parallel = pool(threads).abi();
   kiln_step_args args{};
   args.parallel = &parallel;
-  args.weight_prefetch = weightPrefetch ? 1 : 0;
+  args.weight_prefetch = int32_t(weightPrefetch);
 
   // The probe's best of 5 passes (and of any earlier samples).
   readProbe(threads).sample(5);

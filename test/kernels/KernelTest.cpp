@@ -656,18 +656,18 @@ GemmWeights gemmWeights(const kt::GemmCase &gc, int64_t nr, int V,
 }
 
 /// Runs kGemmCases[c] on `rows` rows of x into a fresh y (NaN first), with
-/// the step's weight_prefetch on unless `weightPrefetch` is false.
-std::vector<float> runGemm(int c, const GemmWeights &g, int64_t rows,
-                           const Threading &th, const float *x,
-                           const std::vector<float> &normWeight,
-                           const std::vector<float> &bias,
-                           const float *residual, std::vector<float> &scratch,
-                           bool weightPrefetch = true) {
+/// the step's weight_prefetch `weightPrefetch` (KILN_WEIGHT_PREFETCH_*).
+std::vector<float>
+runGemm(int c, const GemmWeights &g, int64_t rows, const Threading &th,
+        const float *x, const std::vector<float> &normWeight,
+        const std::vector<float> &bias, const float *residual,
+        std::vector<float> &scratch,
+        int32_t weightPrefetch = KILN_WEIGHT_PREFETCH_LINES) {
   const kt::GemmCase &gc = kt::kGemmCases[c];
   kiln_step_args a{};
   a.tokens = rows;
   a.parallel = th.parallel;
-  a.weight_prefetch = weightPrefetch ? 1 : 0;
+  a.weight_prefetch = weightPrefetch;
   scratch.assign(kt::gemm_scratch_bytes(c, rows) / 4 + 16, kNaN);
   std::vector<float> y(rows * gc.n, kNaN);
   kt::gemm(c, &a, rows, x, gc.prologue ? normWeight.data() : nullptr,
@@ -865,7 +865,8 @@ int64_t kBlockOf(const kt::GemmCase &gc, int64_t tile) {
 // with it. Each row computed alone (a decode step of one token) gives the
 // same bits as inside a decode batch, and inside a prefill batch where
 // prefill's k block is decode's (the k block is what orders a row's sums);
-// on every thread count; and alone with the step's weight_prefetch off.
+// on every thread count; and alone with each of the step's weight_prefetch
+// modes.
 // Every case, float and quantized.
 TEST_F(KernelTest, GemmBatchInvariance) {
   const int64_t kRows = 17;
@@ -891,12 +892,14 @@ TEST_F(KernelTest, GemmBatchInvariance) {
                   residual.data() + r * n, scratch);
       alone.insert(alone.end(), y.begin(), y.end());
       // The runtime's choice of software prefetch (weight_prefetch) only
-      // asks for cache lines: the result is bitwise the same without it.
-      EXPECT_TRUE(same(runGemm(c, g, 1, threadings()[0], x.data() + r * k,
-                               normWeight, bias, residual.data() + r * n,
-                               scratch, /*weightPrefetch=*/false),
-                       y))
-          << "row " << r << " differs with weight_prefetch off";
+      // asks for cache lines: the result is bitwise the same with any.
+      for (int32_t mode :
+           {KILN_WEIGHT_PREFETCH_NONE, KILN_WEIGHT_PREFETCH_PAGES})
+        EXPECT_TRUE(
+            same(runGemm(c, g, 1, threadings()[0], x.data() + r * k, normWeight,
+                         bias, residual.data() + r * n, scratch, mode),
+                 y))
+            << "row " << r << " differs with weight_prefetch " << mode;
     }
     std::vector<int64_t> batches;
     if (gc.prefillFrom > 2)

@@ -419,7 +419,8 @@ TEST(BenchReport, JsonHoldsTheDocumentedFields) {
 
   EXPECT_EQ(d["host"]["cpu"], "test CPU");
   EXPECT_TRUE(d["host"].contains("cpu_features"));
-  EXPECT_EQ(d["host"]["weight_prefetch"], runtime::hostWeightPrefetch());
+  EXPECT_EQ(d["host"]["weight_prefetch"],
+            runtime::weightPrefetchName(runtime::hostWeightPrefetch()));
   EXPECT_TRUE(d["host"].contains("last_level_cache_bytes"));
 
   const json &s = d["settings"];

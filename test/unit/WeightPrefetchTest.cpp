@@ -21,11 +21,20 @@ using kiln::test::ScopedEnv;
 
 namespace {
 
-TEST(WeightPrefetch, OffOnAmdOnElsewhere) {
-  EXPECT_FALSE(weightPrefetchForVendor("AuthenticAMD"));
-  EXPECT_TRUE(weightPrefetchForVendor("GenuineIntel"));
-  EXPECT_TRUE(weightPrefetchForVendor(""));
-  EXPECT_TRUE(weightPrefetchForVendor("SomeOtherCPU"));
+TEST(WeightPrefetch, PagesOnAmdLinesElsewhere) {
+  EXPECT_EQ(weightPrefetchForVendor("AuthenticAMD"), WeightPrefetch::Pages);
+  EXPECT_EQ(weightPrefetchForVendor("GenuineIntel"), WeightPrefetch::Lines);
+  EXPECT_EQ(weightPrefetchForVendor(""), WeightPrefetch::Lines);
+  EXPECT_EQ(weightPrefetchForVendor("SomeOtherCPU"), WeightPrefetch::Lines);
+}
+
+TEST(WeightPrefetch, ModesAreTheStepAbiValues) {
+  EXPECT_EQ(int32_t(WeightPrefetch::None), KILN_WEIGHT_PREFETCH_NONE);
+  EXPECT_EQ(int32_t(WeightPrefetch::Lines), KILN_WEIGHT_PREFETCH_LINES);
+  EXPECT_EQ(int32_t(WeightPrefetch::Pages), KILN_WEIGHT_PREFETCH_PAGES);
+  EXPECT_STREQ(weightPrefetchName(WeightPrefetch::None), "none");
+  EXPECT_STREQ(weightPrefetchName(WeightPrefetch::Lines), "lines");
+  EXPECT_STREQ(weightPrefetchName(WeightPrefetch::Pages), "pages");
 }
 
 TEST(WeightPrefetch, HostFollowsTheRuleForItsVendor) {
@@ -36,35 +45,41 @@ TEST(WeightPrefetch, HostFollowsTheRuleForItsVendor) {
 #endif
   EXPECT_EQ(hostWeightPrefetch(), weightPrefetchForVendor(vendor));
   const std::string line = describeHostWeightPrefetch();
-  EXPECT_EQ(line.rfind(hostWeightPrefetch() ? "on (" : "off (", 0), 0u) << line;
+  EXPECT_EQ(line.rfind(std::string(weightPrefetchName(hostWeightPrefetch())) +
+                           " (the rule for ",
+                       0),
+            0u)
+      << line;
 }
 
 TEST(WeightPrefetch, EnvironmentOverridesTheRule) {
-  {
-    ScopedEnv on(kWeightPrefetchEnv, "on");
-    EXPECT_TRUE(hostWeightPrefetch());
-    EXPECT_EQ(describeHostWeightPrefetch(), "on (KILN_WEIGHT_PREFETCH=on)");
+  for (WeightPrefetch mode :
+       {WeightPrefetch::None, WeightPrefetch::Lines, WeightPrefetch::Pages}) {
+    const std::string name = weightPrefetchName(mode);
+    ScopedEnv forced(kWeightPrefetchEnv, name.c_str());
+    EXPECT_EQ(hostWeightPrefetch(), mode) << name;
+    EXPECT_EQ(describeHostWeightPrefetch(),
+              name + " (KILN_WEIGHT_PREFETCH=" + name + ")");
   }
-  {
-    ScopedEnv off(kWeightPrefetchEnv, "off");
-    EXPECT_FALSE(hostWeightPrefetch());
-    EXPECT_EQ(describeHostWeightPrefetch(), "off (KILN_WEIGHT_PREFETCH=off)");
-  }
-  {
-    ScopedEnv empty(kWeightPrefetchEnv, "");
-    EXPECT_EQ(hostWeightPrefetch(), weightPrefetchForVendor(hostCpuVendor()));
-  }
+  ScopedEnv empty(kWeightPrefetchEnv, "");
+  EXPECT_EQ(hostWeightPrefetch(), weightPrefetchForVendor(hostCpuVendor()));
 }
 
-TEST(WeightPrefetch, AnythingButOnOrOffIsAClearError) {
-  ScopedEnv bad(kWeightPrefetchEnv, "yes");
-  try {
-    hostWeightPrefetch();
-    FAIL() << "KILN_WEIGHT_PREFETCH=yes was accepted";
-  } catch (const std::invalid_argument &e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("KILN_WEIGHT_PREFETCH=yes"), std::string::npos) << what;
-    EXPECT_NE(what.find("\"on\" or \"off\""), std::string::npos) << what;
+TEST(WeightPrefetch, AnythingElseIsAClearError) {
+  for (const char *bad : {"yes", "on", "Pages"}) {
+    ScopedEnv forced(kWeightPrefetchEnv, bad);
+    try {
+      hostWeightPrefetch();
+      ADD_FAILURE() << "KILN_WEIGHT_PREFETCH=" << bad << " was accepted";
+    } catch (const std::invalid_argument &e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(std::string("KILN_WEIGHT_PREFETCH=") + bad),
+                std::string::npos)
+          << what;
+      EXPECT_NE(what.find("\"none\", \"lines\" or \"pages\""),
+                std::string::npos)
+          << what;
+    }
   }
 }
 

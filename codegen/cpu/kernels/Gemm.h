@@ -23,9 +23,10 @@
 // The loops are n (split over threads), k, m (Goto/BLIS: a block of
 // weights stays in cache while the input rows stream through it), then the
 // register blocks. Weights stream from memory once, prefetched: a single
-// register block of rows (decode) asks for the lines PREFETCH_AHEAD past
-// those it loads where the step's weight_prefetch says so (the runtime
-// decides per CPU: runtime/WeightPrefetch.h); taller m blocks read each panel
+// register block of rows (decode) asks for what lies PREFETCH_AHEAD past
+// the lines it loads, every line or each page's first, as the step's
+// weight_prefetch says (the runtime decides per CPU:
+// runtime/WeightPrefetch.h); taller m blocks read each panel
 // block several times from cache, and each of those reads fetches its share of
 // the next panel block into L2, so memory works during all of them (mBlock).
 //   SWIGLU, HAS_BIAS, HAS_RESIDUAL, HAS_PROLOGUE          the fused parts
@@ -166,19 +167,19 @@ template <class C> struct Gemm {
     float *y;              // [rows, N]
     float *up;             // [rows, N] swiglu's partial up sums (k blocks)
     int64_t rows, kBlock, panelsPerTask, mBlock, mr;
-    bool amx;        // this call multiplies in tiles
-    bool panelMajor; // decode: a panel's k blocks before the next panel
-    bool prefetch;   // `own` blocks prefetch (weight_prefetch; K-quants)
+    bool amx;         // this call multiplies in tiles
+    bool panelMajor;  // decode: a panel's k blocks before the next panel
+    int32_t prefetch; // how `own` blocks prefetch (KILN_WEIGHT_PREFETCH_*)
   };
 
   /// What a register block prefetches while it computes. `own`: it is the
-  /// first to read its weights, from memory, and the step asks for weight
-  /// prefetches, so it asks for the lines PREFETCH_AHEAD past the ones it
-  /// loads. `next`, `next2`: the panel block this thread multiplies next
-  /// (w, w2; null: none), `bytes` long, of which this block fetches share
-  /// `share` of `shares` (mBlock).
+  /// first to read its weights, from memory, so it asks for what lies
+  /// PREFETCH_AHEAD past them as the step's weight_prefetch says
+  /// (KILN_WEIGHT_PREFETCH_*: none, lines, pages; Vector.h). `next`, `next2`:
+  /// the panel block this thread multiplies next (w, w2; null: none), `bytes`
+  /// long, of which this block fetches share `share` of `shares` (mBlock).
   struct Fetch {
-    bool own = false;
+    int32_t own = KILN_WEIGHT_PREFETCH_NONE;
     const uint8_t *next = nullptr, *next2 = nullptr;
     int64_t bytes = 0;
     int share = 0, shares = 1;
@@ -258,10 +259,10 @@ template <class C> struct Gemm {
             sum2[i][j] = acc2[i][j0 + j];
         }
       for (int64_t b = 0; b < nb; ++b) {
-        if (f.own && j0 == 0) {
-          prefetch_ahead<PANEL_BLOCK>(w + b * PANEL_BLOCK);
+        if (j0 == 0) {
+          prefetch_weights_ahead<PANEL_BLOCK>(f.own, w + b * PANEL_BLOCK);
           if (SWIGLU)
-            prefetch_ahead<PANEL_BLOCK>(w2 + b * PANEL_BLOCK);
+            prefetch_weights_ahead<PANEL_BLOCK>(f.own, w2 + b * PANEL_BLOCK);
         }
         spread.step(j0 / Q * nb + b);
         // The levels: NR scales, then groups of 4 * NR bytes.
@@ -432,10 +433,10 @@ template <class C> struct Gemm {
         }
       for (int64_t s = 0; s < ns; ++s) {
         const int64_t at = (panel * KB + s0 + s) * PANEL_BLOCK;
-        if (f.own && j0 == 0) {
-          prefetch_ahead<PANEL_BLOCK>(g.w + at);
+        if (j0 == 0) {
+          prefetch_weights_ahead<PANEL_BLOCK>(f.own, g.w + at);
           if (SWIGLU)
-            prefetch_ahead<PANEL_BLOCK>(g.w2 + at);
+            prefetch_weights_ahead<PANEL_BLOCK>(f.own, g.w2 + at);
         }
         spread.step(j0 / Q * ns + s);
         kquant_superblock<QUANT, NR, M, Q>(g.w + at, j0, xq + s * QK, K,
@@ -647,11 +648,9 @@ template <class C> struct Gemm {
       PrefetchSpread spread = f.spread((kl + 1) / 2);
       for (int64_t k = 0; k < kl; k += 2) {
         spread.step(k / 2);
-        if (f.own) {
-          prefetch_ahead<2 * NR * sizeof(wtype)>(w + k * NR);
-          if (SWIGLU)
-            prefetch_ahead<2 * NR * sizeof(wtype)>(w2 + k * NR);
-        }
+        prefetch_weights_ahead<2 * NR * sizeof(wtype)>(f.own, w + k * NR);
+        if (SWIGLU)
+          prefetch_weights_ahead<2 * NR * sizeof(wtype)>(f.own, w2 + k * NR);
         vfloat b[NV], b2[SWIGLU ? NV : 1];
         for (int j = 0; j < NV; ++j) {
           b[j] = vload_bits(w + k * NR + 2 * j * V);
@@ -676,11 +675,9 @@ template <class C> struct Gemm {
       PrefetchSpread spread = f.spread(kl);
       for (int64_t k = 0; k < kl; ++k) {
         spread.step(k);
-        if (f.own) {
-          prefetch_ahead<NR * sizeof(wtype)>(w + k * NR);
-          if (SWIGLU)
-            prefetch_ahead<NR * sizeof(wtype)>(w2 + k * NR);
-        }
+        prefetch_weights_ahead<NR * sizeof(wtype)>(f.own, w + k * NR);
+        if (SWIGLU)
+          prefetch_weights_ahead<NR * sizeof(wtype)>(f.own, w2 + k * NR);
         vfloat b[NV], b2[SWIGLU ? NV : 1];
         if constexpr (C::BF16_PAIRS) {
           // 2V bf16 weights in one load, lanes holding columns (c, c + V).
@@ -848,7 +845,9 @@ template <class C> struct Gemm {
       }
       for (int64_t m = m0; m < m1; m += g.mr, ++f.share) {
         int rows = m1 - m < g.mr ? int(m1 - m) : int(g.mr);
-        f.own = g.prefetch && m0 == 0 && m == m0 && (shares == 1 || p == p0);
+        f.own = m0 == 0 && m == m0 && (shares == 1 || p == p0)
+                    ? g.prefetch
+                    : KILN_WEIGHT_PREFETCH_NONE;
         dispatch<MAX_MR>(g, rows, m, p, k0, kl, first, last, f);
       }
     }
@@ -949,9 +948,10 @@ template <class C> struct Gemm {
     // panel block is read twice, so nothing is gained by k blocks outermost.
     g.panelMajor = g.rows <= g.mBlock && g.rows <= g.mr && !g.amx;
     // K-quant loops compute at about half memory's rate; on Zen 5 they
-    // measured faster with the prefetch, where the others measured slower
-    // (bench/NOTES.md v23), so they always take it.
-    g.prefetch = KQUANT || a->weight_prefetch != 0;
+    // measured faster with a prefetch of every line than with none, where
+    // the others measured slower (bench/NOTES.md v23), so they take lines
+    // on every CPU (pages have not been measured for them).
+    g.prefetch = KQUANT ? KILN_WEIGHT_PREFETCH_LINES : a->weight_prefetch;
     int64_t count = (PANELS + g.panelsPerTask - 1) / g.panelsPerTask;
     parallel(a, count,
              [&](int64_t begin, int64_t end) { tasks(g, begin, end); });

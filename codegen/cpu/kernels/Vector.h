@@ -523,15 +523,25 @@ inline float hsum(vfloat v) {
 
 /// How far ahead of a GEMM's weight stream its loops ask for cache lines:
 /// while a register block reads a panel for the first time (the panels'
-/// bytes are consecutive, so "ahead" is the same stream), each step
-/// prefetches the lines PREFETCH_AHEAD bytes past the ones it loads into
-/// L2 (prefetcht1), on CPUs where the runtime asks for it (the step's
-/// weight_prefetch, runtime/WeightPrefetch.h). On a Xeon the hardware
-/// streamer alone left decode loops, which compute between loads, at about
-/// 70% of a plain read's bandwidth, and it stops at every 4 KiB page; 16 KiB
-/// ahead measured best of 4-37 KiB (bench/NOTES.md, v17). On Zen 5 the
-/// loops are faster without it (v23).
+/// bytes are consecutive, so "ahead" is the same stream), each step asks
+/// for what lies PREFETCH_AHEAD bytes past the bytes it loads, into L2
+/// (prefetcht1), as the step's weight_prefetch says (the runtime decides
+/// per CPU, runtime/WeightPrefetch.h):
+///  - KILN_WEIGHT_PREFETCH_LINES: every line (prefetch_ahead). On a Xeon
+///    the hardware streamer alone left decode loops, which compute between
+///    loads, at about 70% of a plain read's bandwidth, and it stops at
+///    every 4 KiB page; 16 KiB ahead measured best of 4-37 KiB
+///    (bench/NOTES.md, v17). On Zen 5 it made the loops slower than none
+///    (v23).
+///  - KILN_WEIGHT_PREFETCH_PAGES: the first line of each 4 KiB page only
+///    (prefetch_page_ahead). On Zen 5 streams read as if the hardware
+///    prefetcher too stopped at every page, even within huge pages: one
+///    request a page made them about 30% faster, where a request a line
+///    made them slower (v24).
 constexpr int64_t PREFETCH_AHEAD = 16384;
+
+/// The page the hardware prefetchers do not cross.
+constexpr int64_t PREFETCH_PAGE = 4096;
 
 /// Prefetches the BYTES bytes PREFETCH_AHEAD past `p` into L2. Addresses
 /// past the end of the weights are harmless: prefetches never fault.
@@ -540,6 +550,26 @@ template <int64_t BYTES> inline void prefetch_ahead(const void *p) {
   for (int64_t line = 0; line < BYTES; line += 64)
     __builtin_prefetch(reinterpret_cast<const void *>(at + uintptr_t(line)), 0,
                        2);
+}
+
+/// Prefetches into L2 the first line of each 4 KiB page that starts within
+/// the BYTES bytes PREFETCH_AHEAD past `p`. A loop that calls it for
+/// consecutive ranges asks once for every page of its stream.
+template <int64_t BYTES> inline void prefetch_page_ahead(const void *p) {
+  uintptr_t at = reinterpret_cast<uintptr_t>(p) + uintptr_t(PREFETCH_AHEAD);
+  uintptr_t page = (at + PREFETCH_PAGE - 1) / PREFETCH_PAGE * PREFETCH_PAGE;
+  for (; page < at + uintptr_t(BYTES); page += PREFETCH_PAGE)
+    __builtin_prefetch(reinterpret_cast<const void *>(page), 0, 2);
+}
+
+/// Asks for the weights PREFETCH_AHEAD past `p` (BYTES of them) as `mode`
+/// (kiln_step_args::weight_prefetch) says.
+template <int64_t BYTES>
+inline void prefetch_weights_ahead(int32_t mode, const void *p) {
+  if (mode == KILN_WEIGHT_PREFETCH_LINES)
+    prefetch_ahead<BYTES>(p);
+  else if (mode == KILN_WEIGHT_PREFETCH_PAGES)
+    prefetch_page_ahead<BYTES>(p);
 }
 
 /// Prefetches into L2 the cache lines [from, to) of one or two byte ranges
