@@ -10,13 +10,16 @@
 //     2-core AVX-512 Xeon the hardware streamer alone left decode loops at
 //     about 70% of a plain read, and it stops at every 4 KiB page
 //     (bench/NOTES.md v17).
-//   - pages: only the first line of each 4 KiB page. AMD. On Zen 5 a
-//     prefetch of every line made the loops slower than none (v23), while
-//     one a page made kiln-kernel-bench's 1-row loops 10-60% faster than
-//     none in 20 of 21 interleaved rounds, and a plain read about 30%
-//     faster; a whole 1B decode measured -6% to +13%, within the host's
-//     noise (v24). Zen 2-4 have not been measured.
-//   - none: no software prefetch, to compare.
+//   - none: no software prefetch. AMD. On Zen 5 a prefetch of every line
+//     made the loops slower than none (v23). Zen 2-4 have not been
+//     measured.
+//   - pages: only the first line of each 4 KiB page. On Zen 5 it made
+//     kiln-kernel-bench's 1-row loops 10-60% faster than none in 20 of 21
+//     interleaved rounds, and a plain read about 30% faster; but in a whole
+//     1B decode it measured -6% to +13% in tokens/s, and its GEMMs read
+//     10-28% slower than with none in each of 2 profiled rounds (v24). So
+//     no CPU gets it by default until a decode step shows the kernel
+//     bench's gain.
 //
 // It governs the float, bf16, Q8_0 and Q4_0 loops. K-quant loops, which
 // compute at about half memory's rate, take lines on every CPU: on Zen 5 a
