@@ -54,6 +54,34 @@ double decodeBytesPerSecond(const BenchResults &r, const ThreadResult &t) {
   return double(r.work.gemmBytes) * decodeTokensPerSecond(r, t);
 }
 
+/// Each timed decode run's weight traffic over the read probe's better
+/// sample of the two taken right before and right after it
+/// (ThreadResult::readSamples), in the order run; empty when the samples
+/// are not laid out that way. The host's bandwidth drifts within seconds,
+/// so a run against its own neighbours says what the kernels make of the
+/// memory they got, where the median against the best sample of the whole
+/// run also says how much the host moved.
+std::vector<double> pairedReadFractions(const BenchResults &r,
+                                        const ThreadResult &t) {
+  const std::vector<double> &s = t.readSamples;
+  const std::vector<double> &seconds = t.decode.seconds;
+  std::vector<double> fractions;
+  if (s.size() != 1 + 2 * seconds.size())
+    return fractions;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    double bytes =
+        double(r.work.gemmBytes) * double(r.options.genTokens) / seconds[i];
+    fractions.push_back(bytes / std::max(s[1 + 2 * i], s[2 + 2 * i]));
+  }
+  return fractions;
+}
+
+double medianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /// The compute limit prefill runs into: the bf16 dot peak when the GEMMs
 /// multiply in bf16 dot products, the int8 dot peak when they are mostly
 /// quantized (where the probe measured it), else the FP32 FMA peak.
@@ -237,6 +265,20 @@ void printTable(const BenchResults &r, std::FILE *out) {
            format(" (%.0f%%)",
                   100.0 * bytes / t.machine.readBandwidth.bytesPerSecond);
   });
+  if (std::any_of(r.runs.begin(), r.runs.end(), [&](const ThreadResult &t) {
+        return !pairedReadFractions(r, t).empty();
+      }))
+    row(tg + " each run's share of the read probe around it (median, range)",
+        [&](const ThreadResult &t) {
+          std::vector<double> f = pairedReadFractions(r, t);
+          if (f.empty())
+            return std::string("-");
+          auto [lo, hi] = std::minmax_element(f.begin(), f.end());
+          return format("%.0f%%", 100.0 * medianOf(f)) +
+                 (f.size() > 1 ? format(" (%.0f", 100.0 * *lo) +
+                                     format("-%.0f%%)", 100.0 * *hi)
+                               : std::string());
+        });
   row(tg + " roofline tokens/s (read bandwidth / bytes a token)",
       [&](const ThreadResult &t) {
         return format("%.1f", t.machine.readBandwidth.bytesPerSecond /
@@ -346,6 +388,10 @@ json reportJson(const BenchResults &r) {
     decode["gb_per_s"] = tps * double(w.gemmBytes) / 1e9;
     decode["fraction_of_read_bandwidth"] =
         tps * double(w.gemmBytes) / mp.readBandwidth.bytesPerSecond;
+    std::vector<double> paired = pairedReadFractions(r, t);
+    decode["paired_read_fractions"] = paired;
+    if (!paired.empty())
+      decode["median_paired_read_fraction"] = medianOf(paired);
     decode["fraction_of_triad"] =
         tps * double(w.gemmBytes) / mp.bandwidth.bytesPerSecond;
     decode["roofline_tokens_per_second"] =

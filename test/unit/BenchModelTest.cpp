@@ -371,7 +371,8 @@ bench::BenchResults knownResults() {
   p.flopsPerToken = r.work.prefillFlopsPerToken(8);
   t.prefill = {p};
   t.decode.seconds = {0.04, 0.02, 0.01};
-  t.readSamples = {18e9, 20e9, 19e9};
+  // The first sample, then one before and one after each decode run.
+  t.readSamples = {18e9, 20e9, 19e9, 16e9, 10e9, 12e9, 20e9};
   bench::Profile prefill{"prefill of 8 tokens", 1, 0.004, {}};
   prefill.kernels = {{"k01_gemm", "kiln.fused_matmul", 0.003, 2}};
   bench::Profile decode{"decode of 4 tokens", 4, 0.02, {}};
@@ -449,7 +450,7 @@ TEST(BenchReport, JsonRatesFollowFromTheTimings) {
   EXPECT_EQ(mp["fma_isa"], "avx2+fma");
   EXPECT_DOUBLE_EQ(mp["read_gb_per_s"].get<double>(), 20.0);
   EXPECT_EQ(mp["read_array_bytes"], 12 << 20);
-  EXPECT_EQ(mp["read_samples_gb_per_s"].size(), 3u);
+  EXPECT_EQ(mp["read_samples_gb_per_s"].size(), 7u);
   EXPECT_DOUBLE_EQ(mp["read_samples_gb_per_s"][0].get<double>(), 18.0);
   EXPECT_DOUBLE_EQ(mp["triad_gb_per_s"].get<double>(), 16.0);
   EXPECT_EQ(mp["triad_counts_write_allocate"], false);
@@ -486,6 +487,17 @@ TEST(BenchReport, JsonRatesFollowFromTheTimings) {
   EXPECT_DOUBLE_EQ(t["fraction_of_read_bandwidth"].get<double>(),
                    200.0 * bytes / 20e9);
   EXPECT_DOUBLE_EQ(t["fraction_of_triad"].get<double>(), 200.0 * bytes / 16e9);
+  // Each run (4 tokens in 0.04, 0.02, 0.01 s) against the better sample
+  // around it: 20 (of 20, 19), 16 (of 16, 10), 20 (of 12, 20) GB/s.
+  ASSERT_EQ(t["paired_read_fractions"].size(), 3u);
+  EXPECT_DOUBLE_EQ(t["paired_read_fractions"][0].get<double>(),
+                   100.0 * bytes / 20e9);
+  EXPECT_DOUBLE_EQ(t["paired_read_fractions"][1].get<double>(),
+                   200.0 * bytes / 16e9);
+  EXPECT_DOUBLE_EQ(t["paired_read_fractions"][2].get<double>(),
+                   400.0 * bytes / 20e9);
+  EXPECT_DOUBLE_EQ(t["median_paired_read_fraction"].get<double>(),
+                   200.0 * bytes / 16e9);
   EXPECT_DOUBLE_EQ(t["roofline_tokens_per_second"].get<double>(), 20e9 / bytes);
 
   const json &profile = run["profile"];
@@ -567,6 +579,11 @@ TEST(BenchReport, TableStatesTheCounts) {
             std::string::npos)
       << table;
   EXPECT_NE(table.find("| tg4 tokens/s | 200.0 (100.0-400.0) |"),
+            std::string::npos)
+      << table;
+  // 1.3 MB a token against 20, 16 and 20 GB/s around the three runs.
+  EXPECT_NE(table.find("| tg4 each run's share of the read probe around it "
+                       "(median, range) | 2% (1-3%) |"),
             std::string::npos)
       << table;
 }
