@@ -105,11 +105,17 @@ using ReadLoop = uint64_t (*)(const unsigned char *p, int64_t bytes,
 
 /// Asks for the line kReadPrefetchAhead past `p` into L2. The address is
 /// formed as an integer because near the array's end it lies past it: no
-/// valid pointer, but harmless to prefetch (prefetches never fault).
+/// valid pointer, but harmless to prefetch (prefetches never fault). On x86
+/// it is volatile asm, as the kernels' prefetch_line (Vector.h) is: GCC may
+/// delete a __builtin_prefetch as dead code, which would leave the probe
+/// slower than the loops it bounds.
 inline void prefetchPageAhead(const unsigned char *p) {
-  __builtin_prefetch(reinterpret_cast<const void *>(
-                         reinterpret_cast<uintptr_t>(p) + kReadPrefetchAhead),
-                     0, 2);
+  uintptr_t at = reinterpret_cast<uintptr_t>(p) + kReadPrefetchAhead;
+#if defined(__SSE__)
+  __asm__ volatile("prefetcht1 (%0)" : : "r"(at));
+#else
+  __builtin_prefetch(reinterpret_cast<const void *>(at), 0, 2);
+#endif
 }
 
 #ifdef KILN_PROBE_X86

@@ -667,13 +667,21 @@ void CpuStepEmitter::emitEmbedding(EmbeddingOp op) {
     int layout = packing.layout == PanelLayout::Plain       ? 0
                  : packing.layout == PanelLayout::LanePairs ? 1
                                                             : 2;
-    instance.config = "static constexpr int64_t D = " + str(d) +
-                      ";\n"
-                      "static constexpr int NR = " +
-                      str(packing.nr) + ", PANEL_LAYOUT = " + str(layout) +
-                      ", LANES = " + str(target.cpu().vectorFloats()) +
-                      "; // 0 plain, 1 lane pairs, 2 k pairs\n" +
-                      quantLine(packing.type) +
+    // Only the fields this table's path reads: the Config sits in an
+    // anonymous namespace, where Clang reports a constant no code reads
+    // (-Wunused-const-variable, an error under the kernels' -Werror).
+    std::string fields = "static constexpr int NR = " + str(packing.nr);
+    if (!isQuantized(packing.type))
+      fields += ", PANEL_LAYOUT = " + str(layout) +
+                "; // 0 plain, 1 lane pairs, 2 k pairs\n";
+    else
+      fields += ";\n";
+    if (layout == 1)
+      fields +=
+          "static constexpr int LANES = " + str(target.cpu().vectorFloats()) +
+          ";\n";
+    instance.config = "static constexpr int64_t D = " + str(d) + ";\n" +
+                      fields + quantLine(packing.type) +
                       "using wtype = " + packing.wtype + ";\n";
     instance.signature = "const kiln_step_args *a, int64_t rows, const "
                          "int32_t *ids, const void *panels, float *out";

@@ -39,13 +39,15 @@ void embedding(const kiln_step_args *a, int64_t rows, const int32_t *ids,
 ///   QUANT           a Quant: None, Q8_0 or Q4_0 (Quant.h's layout), Q4_K,
 ///                   Q5_K or Q6_K (KQuant.h's)
 ///   wtype           float, _Float16, bf16; uint8_t for quantized panels
-///   PANEL_LAYOUT    0 plain: (n, k) at (p * D + k) * NR + c, for panel
+///   PANEL_LAYOUT    (unquantized tables only)
+///                   0 plain: (n, k) at (p * D + k) * NR + c, for panel
 ///                   p = n / NR and column c = n % NR;
 ///                   1 lane pairs (bf16): within each group of 2 * LANES
 ///                   columns of a k row, lane l holds columns (l, l + LANES);
 ///                   2 k pairs (bf16): (n, k) at (p * KP + (k & ~1)) * NR +
 ///                   2c + (k & 1), KP = D rounded up to even
-///   LANES           the vector width lane pairs were packed for (layout 1)
+///   LANES           the vector width lane pairs were packed for (layout 1
+///                   only)
 /// (codegen/WeightPacker.cpp's packPanels).
 template <class C>
 void embedding_panels(const kiln_step_args *a, int64_t rows, const int32_t *ids,
