@@ -49,7 +49,7 @@ const char *weightPrefetchName(WeightPrefetch mode) {
 }
 
 WeightPrefetch weightPrefetchForVendor(const std::string &vendor) {
-  return vendor == "AuthenticAMD" ? WeightPrefetch::None
+  return vendor == "AuthenticAMD" ? WeightPrefetch::Pages
                                   : WeightPrefetch::Lines;
 }
 

@@ -10,16 +10,19 @@
 //     2-core AVX-512 Xeon the hardware streamer alone left decode loops at
 //     about 70% of a plain read, and it stops at every 4 KiB page
 //     (bench/NOTES.md v17).
-//   - none: no software prefetch. AMD. On Zen 5 a prefetch of every line
-//     made the loops slower than none (v23). Zen 2-4 have not been
-//     measured.
-//   - pages: only the first line of each 4 KiB page. On Zen 5 it made
-//     kiln-kernel-bench's 1-row loops 10-60% faster than none in 20 of 21
-//     interleaved rounds, and a plain read about 30% faster; but in a whole
-//     1B decode it measured -6% to +13% in tokens/s, and its GEMMs read
-//     10-28% slower than with none in each of 2 profiled rounds (v24). So
-//     no CPU gets it by default until a decode step shows the kernel
-//     bench's gain.
+//   - pages: only the first line of each 4 KiB page. AMD. On Zen 5 a plain
+//     stream reads as if the hardware prefetcher stopped at every page,
+//     even within huge pages: one request a page made a plain read about
+//     30% faster, and the 1B Q4_0 decode went from 67-75% of the read probe
+//     with none to 87-92% (1 and 2 threads, each run against the probe
+//     around it; v25). Zen 2-4 have not been measured.
+//   - none: no software prefetch; no CPU by default. On Zen 5 a request
+//     a line made the loops slower than none (v23).
+//
+// Until v25 every artifact compiled by GCC (Debian's c++) ran without the
+// one-row loops' prefetches, whatever the mode: GCC deleted them as dead
+// code (Vector.h, prefetch_line). The v23 and v24 end-to-end comparisons
+// of the modes on Zen 5 compared nothing; the rule above rests on v25's.
 //
 // It governs the float, bf16, Q8_0 and Q4_0 loops. K-quant loops, which
 // compute at about half memory's rate, take lines on every CPU: on Zen 5 a

@@ -21,8 +21,8 @@ using kiln::test::ScopedEnv;
 
 namespace {
 
-TEST(WeightPrefetch, NoneOnAmdLinesElsewhere) {
-  EXPECT_EQ(weightPrefetchForVendor("AuthenticAMD"), WeightPrefetch::None);
+TEST(WeightPrefetch, PagesOnAmdLinesElsewhere) {
+  EXPECT_EQ(weightPrefetchForVendor("AuthenticAMD"), WeightPrefetch::Pages);
   EXPECT_EQ(weightPrefetchForVendor("GenuineIntel"), WeightPrefetch::Lines);
   EXPECT_EQ(weightPrefetchForVendor(""), WeightPrefetch::Lines);
   EXPECT_EQ(weightPrefetchForVendor("SomeOtherCPU"), WeightPrefetch::Lines);
