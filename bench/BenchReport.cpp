@@ -76,12 +76,6 @@ std::vector<double> pairedReadFractions(const BenchResults &r,
   return fractions;
 }
 
-double medianOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /// The compute limit prefill runs into: the bf16 dot peak when the GEMMs
 /// multiply in bf16 dot products, the int8 dot peak when they are mostly
 /// quantized (where the probe measured it), else the FP32 FMA peak.

@@ -30,12 +30,13 @@ double Samples::worst() const {
   return *std::max_element(seconds.begin(), seconds.end());
 }
 
-double Samples::median() const {
-  std::vector<double> s = seconds;
-  std::sort(s.begin(), s.end());
-  size_t n = s.size();
-  return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+double medianOf(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
+
+double Samples::median() const { return medianOf(seconds); }
 
 namespace {
 

@@ -57,6 +57,10 @@ struct BenchOptions {
   std::string command; ///< the command line, quoted in the report's header
 };
 
+/// The median of `values` (not empty): the middle one, or the mean of the
+/// two middle ones.
+double medianOf(std::vector<double> values);
+
 /// The timed runs of one cell, in seconds.
 struct Samples {
   std::vector<double> seconds;
