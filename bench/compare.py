@@ -160,6 +160,8 @@ def run_kiln(a, cell, threads, work):
     info = {"read_gb_per_s": m["read_gb_per_s"], "triad_gb_per_s": m["triad_gb_per_s"],
             "fma_peak_gflops": m["fma_peak_gflops"],
             "bytes_per_token": r["decode"]["bytes_per_token"],
+            # The decode run against the better probe sample beside it.
+            "paired_read_fraction": r["decode"].get("median_paired_read_fraction"),
             "parameters": report["model"]["layer_gemm_parameters"]
             + report["model"]["classifier_parameters"],
             "kiln_version": report["kiln_version"], "target": report["artifact"]["target"]}
@@ -319,8 +321,10 @@ def main():
     # Decode against the read bandwidth Kiln's probe measured in the same runs.
     tg = f"tg{a.gen_tokens}"
     print("\nDecode against the read-bandwidth probe (`kiln bench`, median of its runs):")
-    print("| dtype | threads | read GB/s | Kiln decode GB/s (of read) | llama.cpp decode GB/s (of read) |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| dtype | threads | read GB/s | Kiln decode GB/s (of read) "
+          "| Kiln's run against the probe beside it (median, range) "
+          "| llama.cpp decode GB/s (of read) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for cell in cells:
         for threads in a.threads:
             info = infos[("kiln", cell.dtype, threads)]
@@ -335,8 +339,13 @@ def main():
                           if cell.dtype in MIXES else BYTES_PER_WEIGHT[cell.dtype])
             llama_gbs = (None if l is None else
                          l[0] * info[0]["parameters"] * per_weight / 1e9)
+            paired = [i["paired_read_fraction"] for i in info
+                      if i.get("paired_read_fraction") is not None]
+            paired_text = ("—" if not paired else
+                           f"{100 * statistics.median(paired):.0f}% "
+                           f"({100 * min(paired):.0f}-{100 * max(paired):.0f}%)")
             print(f"| {cell.dtype} | {threads} | {read:.1f} | {kiln_gbs:.1f} "
-                  f"({100 * kiln_gbs / read:.0f}%) | "
+                  f"({100 * kiln_gbs / read:.0f}%) | {paired_text} | "
                   + ("—" if llama_gbs is None else f"{llama_gbs:.1f} ({100 * llama_gbs / read:.0f}%)")
                   + " |")
 

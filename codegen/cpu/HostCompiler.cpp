@@ -153,12 +153,23 @@ void compileSharedLibrary(const std::string &compiler,
                           const std::vector<std::string> &flags,
                           const std::string &output, unsigned jobs) {
   // No -ffast-math: sums run in the order the interpreter's do, so results
-  // match the reference to rounding. Warnings are errors: the kernel
-  // library and the emitter's instantiations are Kiln's own code, kept
-  // warning-free on GCC and Clang (test/kernels builds it the same way).
-  std::vector<std::string> common = {
-      "-std=c++17", "-O3",   "-fPIC",   "-fno-math-errno", "-fno-exceptions",
-      "-fno-rtti",  "-Wall", "-Wextra", "-Werror"};
+  // match the reference to rounding. -ffp-contract=off: the kernels fuse
+  // exactly the multiply-adds they write (kernels/Vector.h's vfmadd), where
+  // GCC would fuse across statements and Clang within expressions, each
+  // choosing its own pairs, so an artifact's results do not depend on which
+  // compiler `c++` is. Warnings are errors: the kernel library and the
+  // emitter's instantiations are Kiln's own code, kept warning-free on GCC
+  // and Clang (test/kernels builds it the same way).
+  std::vector<std::string> common = {"-std=c++17",
+                                     "-O3",
+                                     "-fPIC",
+                                     "-fno-math-errno",
+                                     "-ffp-contract=off",
+                                     "-fno-exceptions",
+                                     "-fno-rtti",
+                                     "-Wall",
+                                     "-Wextra",
+                                     "-Werror"};
   // Headers (kiln_kernels.h, StepABI.h, kernels/) are beside the sources.
   for (const std::string &source : sources) {
     std::string dir = llvm::sys::path::parent_path(source).str();

@@ -97,6 +97,27 @@ TEST(EvalMeasures, TopOneAgreement) {
   EXPECT_EQ(argmax(tie, 3), 1);
 }
 
+TEST(EvalMeasures, LargestLogitDifference) {
+  float ref[3] = {0.0f, 2.0f, 1.0f};
+  Accumulator same(3);
+  same.add(ref, 1, ref);
+  EXPECT_EQ(same.summary().maxLogitDifference, 0.0);
+
+  Accumulator a(3);
+  float near[3] = {0.0f, std::nextafter(2.0f, 3.0f), 1.0f}; // one ulp
+  float far[3] = {0.25f, 2.0f, -0.5f};
+  a.add(near, 1, ref);
+  a.add(far, 1, ref);
+  a.add(ref, 1, ref);
+  EXPECT_EQ(a.summary().maxLogitDifference, 1.5);
+
+  Accumulator broken(3);
+  float nan[3] = {0.0f, NAN, 1.0f};
+  broken.add(nan, 0, ref);
+  broken.add(far, 0, ref);
+  EXPECT_EQ(broken.summary().maxLogitDifference, INFINITY);
+}
+
 TEST(EvalMeasures, PercentilesInterpolate) {
   std::vector<double> sorted = {1, 2, 3, 4};
   EXPECT_EQ(percentile(sorted, 0.0), 1.0);

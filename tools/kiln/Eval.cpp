@@ -110,6 +110,13 @@ void Accumulator::add(const float *logits, int32_t next,
   kl.push_back(klDivergence(logP, logQ));
   if (argmax(logits, vocab) == argmax(reference, vocab))
     ++agreements;
+  for (int64_t i = 0; i < vocab; ++i) {
+    // NaN on either side counts as the largest difference.
+    double d = std::fabs(double(logits[i]) - double(reference[i]));
+    maxLogitDifference = d < maxLogitDifference ? maxLogitDifference
+                         : std::isnan(d)        ? INFINITY
+                                                : d;
+  }
 }
 
 Summary Accumulator::summary() const {
@@ -130,6 +137,7 @@ Summary Accumulator::summary() const {
   s.p99Kl = percentile(sorted, 0.99);
   s.maxKl = sorted.back();
   s.top1Agreements = agreements;
+  s.maxLogitDifference = maxLogitDifference;
   s.top1Agreement =
       static_cast<double>(agreements) / static_cast<double>(s.positions);
   return s;

@@ -71,6 +71,10 @@ struct Summary {
   double meanKl = 0, klStdError = 0, medianKl = 0, p99Kl = 0, maxKl = 0;
   int64_t top1Agreements = 0;
   double top1Agreement = 0; ///< top1Agreements / positions
+  /// The largest |logit - reference logit| over every position and token:
+  /// 0 exactly when the two compute the same values (NaN counts as
+  /// infinitely far).
+  double maxLogitDifference = 0;
 };
 
 class Accumulator {
@@ -88,6 +92,7 @@ private:
   int64_t vocab;
   std::vector<double> nll, referenceNll, kl;
   int64_t agreements = 0;
+  double maxLogitDifference = 0;
   std::vector<double> logP, logQ; // scratch
 };
 

@@ -74,6 +74,7 @@ nlohmann::json toJson(const EvalOptions &o, const eval::Summary &s,
     r["kl_max"] = s.maxKl;
     r["top1_agreement"] = s.top1Agreement;
     r["top1_agreements"] = s.top1Agreements;
+    r["max_logit_difference"] = s.maxLogitDifference;
     j["reference"] = r;
   }
   return j;
@@ -107,6 +108,8 @@ void printSummary(const EvalOptions &o, const eval::Summary &s, size_t tokens,
   std::printf("  top-1 agreement  %.4f%% (%lld of %lld)\n",
               100.0 * s.top1Agreement, (long long)s.top1Agreements,
               (long long)s.positions);
+  std::printf("  max |logit - reference logit|  %.6g%s\n", s.maxLogitDifference,
+              s.maxLogitDifference == 0 ? " (identical logits)" : "");
 }
 
 } // namespace

@@ -128,7 +128,7 @@ template <class C> struct Attention {
       for (int r = 0; r < R; ++r) {
         float qi = st.q[(r0 + r) * H * D + i];
         for (int g = 0; g < G; ++g)
-          part[r][g] += qi * k[g];
+          part[r][g] = vfmadd(qi, k[g], part[r][g]);
       }
     }
     for (int r = 0; r < R; ++r)
@@ -215,7 +215,7 @@ template <class C> struct Attention {
             continue;
           float p = st.weight[r0 + r][s - s0];
           for (int64_t i = 0; i < D / V; ++i)
-            o[r][i] += p * vv[i];
+            o[r][i] = vfmadd(p, vv[i], o[r][i]);
         }
       }
       for (int r = 0; r < R; ++r)
@@ -227,7 +227,8 @@ template <class C> struct Attention {
           const E *value = st.cache.value(s);
           float p = st.weight[r0 + r][s - s0];
           for (int64_t i = 0; i < D; ++i)
-            st.acc[r0 + r][i] += p * kv_to_float(value[i]);
+            st.acc[r0 + r][i] =
+                fmadd(p, kv_to_float(value[i]), st.acc[r0 + r][i]);
         }
     }
   }

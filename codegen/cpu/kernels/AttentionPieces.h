@@ -27,12 +27,12 @@ template <int64_t D> inline float dot_row(const float *a, const float *b) {
   if constexpr (D % V == 0) {
     vfloat sum = vfloat{};
     for (int64_t i = 0; i < D; i += V)
-      sum += vload(a + i) * vload(b + i);
+      sum = vfmadd(vload(a + i), vload(b + i), sum);
     return hsum(sum);
   } else {
     float total = 0.0f;
     for (int64_t i = 0; i < D; ++i)
-      total += a[i] * b[i];
+      total = fmadd(a[i], b[i], total);
     return total;
   }
 }
@@ -95,7 +95,7 @@ void attention_output(const kiln_step_args *a, int64_t rows, int64_t s,
           acc[i] = vfloat{};
         for (int64_t p = 0; p < s; ++p)
           for (int64_t i = 0; i < D / V; ++i)
-            acc[i] += pr[p] * vload(vr + p * HKV * D + i * V);
+            acc[i] = vfmadd(pr[p], vload(vr + p * HKV * D + i * V), acc[i]);
         for (int64_t i = 0; i < D / V; ++i)
           vstore(out + i * V, acc[i]);
       } else {
@@ -103,7 +103,7 @@ void attention_output(const kiln_step_args *a, int64_t rows, int64_t s,
           out[i] = 0.0f;
         for (int64_t p = 0; p < s; ++p)
           for (int64_t i = 0; i < D; ++i)
-            out[i] += pr[p] * vr[p * HKV * D + i];
+            out[i] = fmadd(pr[p], vr[p * HKV * D + i], out[i]);
       }
     }
   });

@@ -25,7 +25,7 @@ inline float gelu(float x) {
 }
 inline float gelu_tanh(float x) {
   const float c = 0.7978845608028654f; // sqrt(2 / pi)
-  return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
+  return 0.5f * x * (1.0f + tanhf(c * fmadd(0.044715f * x * x, x, x)));
 }
 inline float relu(float x) { return x > 0.0f ? x : 0.0f; }
 

@@ -46,7 +46,7 @@
 // are quantized once to int8 per block of 32 (Quant.h), and each block of
 // the register block is an integer dot product of levels (vpdpbusd where
 // the CPU has VNNI; Vector.h) scaled into f32 accumulators:
-//   acc += d_w * (d_x * float(dot(u, q) - c)),  c = offset * sum(q),
+//   acc = fma(d_w, d_x * float(dot(u, q) - c), acc),  c = offset * sum(q),
 // which is sum_k d_w (u_k - offset) * d_x q_k, the weights' zero level
 // taken out in integers once per row and block rather than per weight, so
 // every ISA's path computes the same signed dot product exactly. k blocks
@@ -379,12 +379,13 @@ template <class C> struct Gemm {
           int32_t c;
           memcpy(&c, xs + 2 * (i * KB + b) + 1, sizeof c);
           for (int j = 0; j < Q; ++j) {
-            sum[i][j] +=
-                dw[j] * (dx * __builtin_convertvector(dot[i][j] - c, vfloat));
+            sum[i][j] = vfmadd(
+                dw[j], dx * __builtin_convertvector(dot[i][j] - c, vfloat),
+                sum[i][j]);
             if (SWIGLU)
-              sum2[i][j] +=
-                  dw2[j] *
-                  (dx * __builtin_convertvector(dot2[i][j] - c, vfloat));
+              sum2[i][j] = vfmadd(
+                  dw2[j], dx * __builtin_convertvector(dot2[i][j] - c, vfloat),
+                  sum2[i][j]);
           }
         }
       }
@@ -586,7 +587,7 @@ template <class C> struct Gemm {
   /// Q8_0 / Q4_0 in tiles: rows [m, m + r) x the panel, blocks of 32 in
   /// [k0, k0 + kl). Per block and column group, the exact signed dot
   /// product (TDPBSSD), then the vector path's scaling:
-  ///   sum += d_w * (d_x * float(dot)).
+  ///   sum = fma(d_w, d_x * float(dot), sum).
   static void amx_quant_block(const Args &g, int64_t m, int r, int64_t panel,
                               int64_t k0, int64_t kl, bool first, bool last) {
     alignas(64) float sums[TM][NR], sums2[SWIGLU ? TM : 1][NR];
@@ -614,8 +615,8 @@ template <class C> struct Gemm {
             vi32 dot;
             memcpy(&dot, &dots[i][j * V], sizeof dot);
             float *s = &to[i][TN * group + j * V];
-            vstore(s,
-                   vload(s) + dw * (dx * __builtin_convertvector(dot, vfloat)));
+            vstore(s, vfmadd(dw, dx * __builtin_convertvector(dot, vfloat),
+                             vload(s)));
           }
         }
       }
@@ -694,13 +695,13 @@ template <class C> struct Gemm {
           }
         }
         for (int i = 0; i < M; ++i) {
-          // A scalar times a vector broadcasts: one vbroadcastss (or an
-          // embedded {1toV} broadcast) per row and step.
-          float xi = x[i * K + k];
+          // One vbroadcastss (or an embedded {1toV} broadcast) per row
+          // and step.
+          const vfloat xi = vsplat(x[i * K + k]);
           for (int j = 0; j < NV; ++j) {
-            acc[i][j] += xi * b[j];
+            acc[i][j] = vfmadd(xi, b[j], acc[i][j]);
             if (SWIGLU)
-              acc2[i][j] += xi * b2[j];
+              acc2[i][j] = vfmadd(xi, b2[j], acc2[i][j]);
           }
         }
       }

@@ -215,8 +215,9 @@ inline void kquant_superblock(const uint8_t *sb, int j0, const int8_t *xq,
           m += vmadd_pairs(mins[t], uint32_t(r[9 + t]));
         float dx;
         memcpy(&dx, r, sizeof dx);
-        sum[i][j] += (d * dx) * __builtin_convertvector(dot[i], vfloat) -
-                     (dmin * dx) * __builtin_convertvector(m, vfloat);
+        sum[i][j] = vfmadd(
+            -(dmin * dx), __builtin_convertvector(m, vfloat),
+            vfmadd(d * dx, __builtin_convertvector(dot[i], vfloat), sum[i][j]));
       }
     } else {
       static_assert(QT == Quant::Q6_K, "a K-quant");
@@ -298,8 +299,9 @@ inline void kquant_superblock(const uint8_t *sb, int j0, const int8_t *xq,
         const int32_t *r = rec + i * recStride;
         float dx;
         memcpy(&dx, r, sizeof dx);
-        sum[i][j] +=
-            (d * dx) * __builtin_convertvector(dot[i] - 32 * offset[i], vfloat);
+        sum[i][j] = vfmadd(
+            d * dx, __builtin_convertvector(dot[i] - 32 * offset[i], vfloat),
+            sum[i][j]);
       }
     }
   }
@@ -326,7 +328,7 @@ inline void kquant_dequantize_column(const uint8_t *sb, int64_t c, float *out) {
         int q = (sb[QS + (8 * c64 + g) * 4 * NR + 4 * c + i] >> shift) & 15;
         if constexpr (QT == Quant::Q5_K)
           q |= ((sb[20 * NR + g * 4 * NR + 4 * c + i] >> j) & 1) << 4;
-        out[32 * j + l] = d1 * float(q) - m1;
+        out[32 * j + l] = fmadd(d1, float(q), -m1);
       }
     }
   } else {

@@ -24,7 +24,7 @@ inline void rms_norm_rows(const float *x, const float *g, float *y, int64_t d,
     const float *xr = x + r * d;
     float ss = 0.0f;
     for (int64_t i = 0; i < d; ++i)
-      ss += xr[i] * xr[i];
+      ss = fmadd(xr[i], xr[i], ss);
     ss /= (float)d;
     ss += eps;
     float s = 1.0f / sqrtf(ss);
@@ -69,7 +69,7 @@ void layer_norm(const kiln_step_args *a, int64_t rows, const float *x,
       mean /= (float)D;
       float var = 0.0f;
       for (int64_t i = 0; i < D; ++i)
-        var += (xr[i] - mean) * (xr[i] - mean);
+        var = fmadd(xr[i] - mean, xr[i] - mean, var);
       var /= (float)D;
       float s = 1.0f / sqrtf(var + C::EPSILON);
       for (int64_t i = 0; i < D; ++i) {

@@ -32,8 +32,8 @@ void rope(const kiln_step_args *a, int64_t rows, const int32_t *positions,
           int64_t ia = base + (C::ADJACENT ? 2 * i : i);
           int64_t ib = base + (C::ADJACENT ? 2 * i + 1 : i + D / 2);
           float xa = x[ia], xb = x[ib];
-          y[ia] = xa * c - xb * s;
-          y[ib] = xa * s + xb * c;
+          y[ia] = fmadd(xa, c, -(xb * s));
+          y[ib] = fmadd(xa, s, xb * c);
         }
       }
   });

@@ -84,7 +84,56 @@ inline vfloat vload(const _Float16 *p) {
 #endif
 }
 inline void vstore(float *p, vfloat v) { memcpy(p, &v, sizeof v); }
-inline vfloat vsplat(float x) { return vfloat{} + x; }
+/// x in every lane (one vbroadcastss; not 0 + x, which would turn -0 into
+/// +0 and, with contraction off, cost an add).
+inline vfloat vsplat(float x) {
+#if KILN_VECTOR_FLOATS == 16 && defined(__AVX512F__)
+  return (vfloat)_mm512_set1_ps(x);
+#elif KILN_VECTOR_FLOATS == 8 && defined(__AVX__)
+  return (vfloat)_mm256_set1_ps(x);
+#elif KILN_VECTOR_FLOATS == 4 && defined(__SSE__)
+  return (vfloat)_mm_set1_ps(x);
+#else
+  vfloat v = {};
+  for (int i = 0; i < V; ++i)
+    v[i] = x;
+  return v;
+#endif
+}
+
+// Fused multiply-adds. The kernels compile with -ffp-contract=off
+// (codegen/cpu/HostCompiler.cpp, test/kernels), so these are the only
+// products that fuse with a sum: which ones fuse is written in the kernels,
+// not left to the compiler (GCC fuses across statements, Clang within one
+// expression, and each picks its own pair in a + b * c + d * e), so an
+// artifact computes the same bits whichever compiler built it.
+
+/// a * b + c, rounded once where the target has FMA (one vfmadd), else
+/// rounded twice.
+inline vfloat vfmadd(vfloat a, vfloat b, vfloat c) {
+#if KILN_VECTOR_FLOATS == 16 && defined(__AVX512F__)
+  return (vfloat)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#elif KILN_VECTOR_FLOATS == 8 && defined(__FMA__)
+  return (vfloat)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+#elif KILN_VECTOR_FLOATS == 4 && defined(__FMA__)
+  return (vfloat)_mm_fmadd_ps((__m128)a, (__m128)b, (__m128)c);
+#else
+  return a * b + c;
+#endif
+}
+/// a * b + c with a scalar a (broadcast; memory operands fold into the
+/// vfmadd's {1toV} form).
+inline vfloat vfmadd(float a, vfloat b, vfloat c) {
+  return vfmadd(vsplat(a), b, c);
+}
+/// a * b + c for scalars, rounded once where the target has FMA.
+inline float fmadd(float a, float b, float c) {
+#if defined(__FMA__)
+  return __builtin_fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 
 /// 2V bf16 values packed as V lanes of (column c, column c + V): the low
 /// halves shifted up are columns c, the high halves masked are c + V.
@@ -136,7 +185,7 @@ inline vfloat vdot_bf16(vfloat acc, uint32_t pair, vfloat w) {
   float fe, fo;
   memcpy(&fe, &xe, sizeof fe);
   memcpy(&fo, &xo, sizeof fo);
-  return acc + we * fe + wo * fo;
+  return vfmadd(fo, wo, vfmadd(fe, we, acc));
 #endif
 }
 
@@ -488,16 +537,17 @@ inline vi32 vmadd_pairs(vi32 a, uint32_t x) {
 inline vfloat vexp(vfloat x) {
   x = x < -87.0f ? vsplat(-87.0f) : x;
   x = x > 88.0f ? vsplat(88.0f) : x;
-  vfloat fx = x * 1.44269504088896341f + 0.5f;
+  vfloat fx = vfmadd(x, vsplat(1.44269504088896341f), vsplat(0.5f));
   vfloat n = __builtin_convertvector(__builtin_convertvector(fx, vi32), vfloat);
   n = n > fx ? n - 1.0f : n; // floor
-  x = x - n * 0.693359375f - n * -2.12194440e-4f;
-  vfloat y = 1.9875691500e-4f * x + 1.3981999507e-3f;
-  y = y * x + 8.3334519073e-3f;
-  y = y * x + 4.1665795894e-2f;
-  y = y * x + 1.6666665459e-1f;
-  y = y * x + 5.0000001201e-1f;
-  y = y * x * x + x + 1.0f;
+  x = vfmadd(n, vsplat(-0.693359375f), x);
+  x = vfmadd(n, vsplat(2.12194440e-4f), x);
+  vfloat y = vfmadd(x, vsplat(1.9875691500e-4f), vsplat(1.3981999507e-3f));
+  y = vfmadd(y, x, vsplat(8.3334519073e-3f));
+  y = vfmadd(y, x, vsplat(4.1665795894e-2f));
+  y = vfmadd(y, x, vsplat(1.6666665459e-1f));
+  y = vfmadd(y, x, vsplat(5.0000001201e-1f));
+  y = vfmadd(y * x, x, x) + 1.0f;
   vi32 bits = (__builtin_convertvector(n, vi32) + 127) << 23;
   vfloat scale;
   memcpy(&scale, &bits, sizeof scale);
