@@ -111,11 +111,10 @@ void Accumulator::add(const float *logits, int32_t next,
   if (argmax(logits, vocab) == argmax(reference, vocab))
     ++agreements;
   for (int64_t i = 0; i < vocab; ++i) {
-    // NaN on either side counts as the largest difference.
     double d = std::fabs(double(logits[i]) - double(reference[i]));
-    maxLogitDifference = d < maxLogitDifference ? maxLogitDifference
-                         : std::isnan(d)        ? INFINITY
-                                                : d;
+    // NaN on either side counts as the largest difference.
+    maxLogitDifference =
+        std::max(maxLogitDifference, std::isnan(d) ? INFINITY : d);
   }
 }
 
