@@ -141,6 +141,9 @@ inline constexpr AttentionCase kAttentionCases[] = {
     {"d32_kv16_window11", 6, 2, 32, 16, 16, 11, 0.1767767f},
     {"d32_kv16_q64", 6, 2, 32, 16, 64, 0, 0.25f},
     {"d12_kv16_q3_window4", 6, 2, 12, 16, 3, 4, 0.5f},
+    // Four query heads a kv head with whole-vector heads: a token's heads
+    // share loads in row groups (Attention.h's ROW_GROUP, 4 with AVX-512).
+    {"d64_kv32_group4", 8, 2, 64, 32, 8, 0, 0.125f},
 };
 constexpr int kAttentionCaseCount =
     sizeof(kAttentionCases) / sizeof(kAttentionCases[0]);

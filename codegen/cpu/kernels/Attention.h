@@ -5,7 +5,8 @@
 // values (in the runtime's paged cache: KVCache.h), with an online softmax
 // over blocks of KV_BLOCK cached positions, so scores are never
 // materialized. Jobs are H per block of q tokens: a prefill chunk of one
-// sequence takes its rows of a head through each key block together; other
+// sequence takes its rows of a head through each key block together; a
+// single token gives a job each kv head, its query heads together; other
 // tokens (batched decode) go one at a time, a job taking a share of them
 // with every head, key blocks outermost (run and attend_token say why).
 // Cache blocks lie anywhere in the pool, so a prefill chunk asks for a
@@ -77,11 +78,15 @@ template <class C> struct Attention {
     return WINDOW && pos - WINDOW + 1 > 0 ? pos - WINDOW + 1 : 0;
   }
 
-  // What attention keeps for up to ROWS rows of one head (consecutive
-  // positions of one sequence, or one token) across the key blocks: the
-  // online softmax's running maximum m, sum l and output acc per row.
-  template <int64_t ROWS> struct RowsState {
-    const float *q; // row 0's query (rows H * D apart)
+  // What attention keeps for up to ROWS rows across the key blocks: the
+  // online softmax's running maximum m, sum l and output acc per row. The
+  // rows are consecutive positions of one sequence in one head (a prefill
+  // chunk: queries H * D apart, row r at position p0 + r) or, HEADS, the
+  // query heads of one kv head for one token (queries D apart, every row at
+  // p0), which read the same keys and values.
+  template <int64_t ROWS, bool HEADS = false> struct RowsState {
+    static constexpr int64_t Q_STRIDE = HEADS ? D : H * D;
+    const float *q; // row 0's query (rows Q_STRIDE apart)
     int64_t p0;     // row 0's position
     KvRows<E> cache;
     float m[ROWS], l[ROWS], acc[ROWS][D];
@@ -101,6 +106,8 @@ template <class C> struct Attention {
           acc[r][i] = 0.0f;
       }
     }
+    /// Row r's position.
+    int64_t position(int64_t r) const { return HEADS ? p0 : p0 + r; }
     /// Row r's output, acc / l, into out (D floats).
     void finish(int64_t r, float *out) const {
       for (int64_t i = 0; i < D; ++i)
@@ -126,7 +133,7 @@ template <class C> struct Attention {
       for (int g = 0; g < G; ++g)
         k[g] = vload(column[g] + i * st.cache.keyStride);
       for (int r = 0; r < R; ++r) {
-        float qi = st.q[(r0 + r) * H * D + i];
+        float qi = st.q[(r0 + r) * State::Q_STRIDE + i];
         for (int g = 0; g < G; ++g)
           part[r][g] = vfmadd(qi, k[g], part[r][g]);
       }
@@ -164,7 +171,7 @@ template <class C> struct Attention {
     block_scores<R>(st, r0, s0, v0, v1, sum);
     int64_t lo[R], hi[R];
     for (int r = 0; r < R; ++r) {
-      int64_t pos = st.p0 + r0 + r;
+      int64_t pos = st.position(r0 + r);
       lo[r] = window_start(pos) > first ? window_start(pos) : first;
       hi[r] = pos < last ? pos : last;
       if (lo[r] > hi[r])
@@ -261,34 +268,56 @@ template <class C> struct Attention {
       st.finish(r, y + ((t0 + r) * H + h) * D);
   }
 
-  /// Every head of token t, one row each (batched decode). The key blocks
-  /// are the outer loop and the heads the inner one, each head keeping its
-  /// own online-softmax state across the blocks: a key block's slice of the
-  /// layer (every head's keys, then every head's values, side by side in
-  /// the cache) is read as two long runs, which the hardware prefetchers
-  /// follow (asking for the next block's slice ahead measured no faster:
-  /// bench/NOTES.md v21). Each head's arithmetic is
-  /// attend's for one row: the same attend_block<1> calls over the same
-  /// blocks in the same order; only the heads interleave.
+  /// The GROUP query heads of kv head `kv` for token t against the key
+  /// block at s0, positions [from, to]: ROW_GROUP heads at a time, so each
+  /// key and value vector loaded serves them all (grouped-query attention
+  /// reads a kv head's cache once for its GROUP heads, not GROUP times).
+  static void attend_heads(RowsState<GROUP, true> &st, int64_t s0, int64_t from,
+                           int64_t to) {
+    // Bounds known at compile time: GCC warns of an out-of-bounds
+    // iteration in a remainder loop it cannot prove empty.
+    constexpr int64_t WHOLE = GROUP / ROW_GROUP * ROW_GROUP;
+    for (int64_t r = 0; r < WHOLE; r += ROW_GROUP)
+      attend_block<ROW_GROUP>(st, r, s0, from, to);
+    if constexpr (WHOLE < GROUP)
+      for (int64_t r = WHOLE; r < GROUP; ++r)
+        attend_block<1>(st, r, s0, from, to);
+  }
+
+  /// Every head of one token (decode), as HKV groups of GROUP rows. A row's
+  /// arithmetic is attend's for one row, the same attend_block code over
+  /// the same blocks in the same order; only which rows share a load
+  /// changes. One group (`kv` >= 0: decode of a single token, a job per kv
+  /// head) asks for the next block's lines while it computes one, as attend
+  /// does. Every group (`kv` < 0: batched decode, a job per share of the
+  /// tokens) makes the key blocks the outer loop and the groups the inner
+  /// one, so a key block's slice of the layer (every head's keys, then
+  /// every head's values, side by side in the cache) is read as two long
+  /// runs, which the hardware prefetchers follow (asking for the next
+  /// block's slice ahead measured no faster: bench/NOTES.md v21).
   static void attend_token(const kiln_step_args *a, int64_t layer,
-                           const float *q, float *y, int64_t t) {
+                           const float *q, float *y, int64_t t, int64_t kv) {
     const int64_t pos = a->positions[t], seq = a->seq_ids[t];
-    RowsState<1> head[H];
-    for (int64_t h = 0; h < H; ++h) {
-      head[h].q = q + (t * H + h) * D;
-      head[h].p0 = pos;
-      head[h].cache = KvRows<E>(a->cache, layer, seq, h / GROUP, D);
-      head[h].start(1);
+    const int64_t g0 = kv < 0 ? 0 : kv, g1 = kv < 0 ? HKV : kv + 1;
+    RowsState<GROUP, true> group[HKV];
+    for (int64_t g = g0; g < g1; ++g) {
+      group[g] = RowsState<GROUP, true>(q + (t * H + g * GROUP) * D, pos,
+                                        KvRows<E>(a->cache, layer, seq, g, D));
+      group[g].start(GROUP);
     }
     const int64_t first = window_start(pos);
     for (int64_t s0 = first / KV_BLOCK * KV_BLOCK; s0 <= pos; s0 += KV_BLOCK) {
       int64_t from = s0 > first ? s0 : first;
       int64_t to = s0 + KV_BLOCK - 1 < pos ? s0 + KV_BLOCK - 1 : pos;
-      for (int64_t h = 0; h < H; ++h)
-        attend_block<1>(head[h], 0, s0, from, to);
+      if (kv >= 0 && to < pos)
+        group[kv].cache.prefetch(to + 1,
+                                 to + KV_BLOCK < pos ? to + KV_BLOCK : pos, D);
+      for (int64_t g = g0; g < g1; ++g)
+        attend_heads(group[g], s0, from, to);
     }
-    for (int64_t h = 0; h < H; ++h)
-      head[h].finish(0, y + (t * H + h) * D);
+    for (int64_t g = g0; g < g1; ++g)
+      for (int64_t r = 0; r < GROUP; ++r)
+        group[g].finish(r, y + (t * H + g * GROUP + r) * D);
   }
 
   // Whether tokens [t0, t1) are one sequence at consecutive positions (a
@@ -303,8 +332,11 @@ template <class C> struct Attention {
 
   /// The kernel: y = attention of the query rows q [tokens, H, D] over the
   /// layer's cached keys and values. Jobs are H per group of qBlock tokens.
-  /// A group that is one sequence's consecutive positions (a prefill chunk)
-  /// gives each job a head: its rows share every key block. Any other group
+  /// A group of one token (decode of one sequence) gives every GROUP-th job
+  /// a kv head and its query heads, which share every load of its keys and
+  /// values. A group that is one sequence's consecutive positions (a
+  /// prefill chunk) gives each job a head: its rows share every key block.
+  /// Any other group
   /// (tokens of several sequences: batched decode) gives each job a share of
   /// its tokens, every head of each (attend_token): a block holds a token's
   /// heads side by side, so the job reads each block's slice of the layer
@@ -317,6 +349,13 @@ template <class C> struct Attention {
                for (int64_t job = begin; job < end; ++job) {
                  int64_t t0 = job / H * qBlock, j = job % H;
                  int64_t t1 = t0 + qBlock < a->tokens ? t0 + qBlock : a->tokens;
+                 if (t1 - t0 == 1) {
+                   // One token: a job per kv head, its GROUP query heads
+                   // together; the other jobs of the group have nothing.
+                   if (j % GROUP == 0)
+                     attend_token(a, layer, q, y, t0, j / GROUP);
+                   continue;
+                 }
                  if (contiguous(a, t0, t1)) {
                    // At most Q_BLOCK rows at a time (a tuned decode q may
                    // be larger); splitting rows never changes a row's sums.
@@ -328,7 +367,7 @@ template <class C> struct Attention {
                  const int64_t n = t1 - t0;
                  const int64_t from = t0 + n * j / H, to = t0 + n * (j + 1) / H;
                  for (int64_t t = from; t < to; ++t)
-                   attend_token(a, layer, q, y, t);
+                   attend_token(a, layer, q, y, t, -1);
                }
              });
   }
