@@ -336,11 +336,11 @@ template <class C> struct Attention {
   /// a kv head and its query heads, which share every load of its keys and
   /// values. A group that is one sequence's consecutive positions (a
   /// prefill chunk) gives each job a head: its rows share every key block.
-  /// Any other group
-  /// (tokens of several sequences: batched decode) gives each job a share of
-  /// its tokens, every head of each (attend_token): a block holds a token's
-  /// heads side by side, so the job reads each block's slice of the layer
-  /// whole rather than one head's piece of every sequence's blocks.
+  /// Any other group (tokens of several sequences: batched decode) gives
+  /// each job a share of its tokens, every head of each (attend_token): a
+  /// block holds a token's heads side by side, so the job reads each
+  /// block's slice of the layer whole rather than one head's piece of every
+  /// sequence's blocks.
   static void run(const kiln_step_args *a, int64_t layer, const float *q,
                   float *y) {
     const int64_t qBlock = a->tokens >= C::PREFILL_FROM ? Q_BLOCK : DECODE_Q;
