@@ -5,10 +5,11 @@
 // values (in the runtime's paged cache: KVCache.h), with an online softmax
 // over blocks of KV_BLOCK cached positions, so scores are never
 // materialized. Jobs are H per block of q tokens: a prefill chunk of one
-// sequence takes its rows of a head through each key block together; a
-// single token gives a job each kv head, its query heads together; other
+// sequence takes its rows of a head through each key block together; other
 // tokens (batched decode) go one at a time, a job taking a share of them
 // with every head, key blocks outermost (run and attend_token say why).
+// Where every block is one token (decode of one sequence), jobs are HKV a
+// token instead, each a kv head with its query heads together.
 // Cache blocks lie anywhere in the pool, so a prefill chunk asks for a
 // block's lines while the block before it is computed.
 //
@@ -331,29 +332,29 @@ template <class C> struct Attention {
   }
 
   /// The kernel: y = attention of the query rows q [tokens, H, D] over the
-  /// layer's cached keys and values. Jobs are H per group of qBlock tokens.
-  /// A group of one token (decode of one sequence) gives every GROUP-th job
-  /// a kv head and its query heads, which share every load of its keys and
-  /// values. A group that is one sequence's consecutive positions (a
-  /// prefill chunk) gives each job a head: its rows share every key block.
-  /// Any other group (tokens of several sequences: batched decode) gives
-  /// each job a share of its tokens, every head of each (attend_token): a
-  /// block holds a token's heads side by side, so the job reads each
-  /// block's slice of the layer whole rather than one head's piece of every
-  /// sequence's blocks.
+  /// layer's cached keys and values. Where every group of qBlock tokens is
+  /// one token (decode of one sequence, or decode q = 1), jobs are HKV a
+  /// token: a kv head and its query heads, which share every load of its
+  /// keys and values. Otherwise jobs are H per group. A group that is one
+  /// sequence's consecutive positions (a prefill chunk) gives each job a
+  /// head: its rows share every key block. Any other group (tokens of
+  /// several sequences: batched decode) gives each job a share of its
+  /// tokens, every head of each (attend_token): a block holds a token's
+  /// heads side by side, so the job reads each block's slice of the layer
+  /// whole rather than one head's piece of every sequence's blocks.
   static void run(const kiln_step_args *a, int64_t layer, const float *q,
                   float *y) {
     const int64_t qBlock = a->tokens >= C::PREFILL_FROM ? Q_BLOCK : DECODE_Q;
-    parallel(a, (a->tokens + qBlock - 1) / qBlock * H,
+    // Every group one token: a job per kv head and token.
+    const bool kvJobs = qBlock == 1 || a->tokens == 1;
+    const int64_t jobs = kvJobs ? HKV : H;
+    parallel(a, (a->tokens + qBlock - 1) / qBlock * jobs,
              [&](int64_t begin, int64_t end) {
                for (int64_t job = begin; job < end; ++job) {
-                 int64_t t0 = job / H * qBlock, j = job % H;
+                 int64_t t0 = job / jobs * qBlock, j = job % jobs;
                  int64_t t1 = t0 + qBlock < a->tokens ? t0 + qBlock : a->tokens;
-                 if (t1 - t0 == 1) {
-                   // One token: a job per kv head, its GROUP query heads
-                   // together; the other jobs of the group have nothing.
-                   if (j % GROUP == 0)
-                     attend_token(a, layer, q, y, t0, j / GROUP);
+                 if (kvJobs) {
+                   attend_token(a, layer, q, y, t0, j);
                    continue;
                  }
                  if (contiguous(a, t0, t1)) {
