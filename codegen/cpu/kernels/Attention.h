@@ -289,13 +289,14 @@ template <class C> struct Attention {
   /// arithmetic is attend's for one row, the same attend_block code over
   /// the same blocks in the same order; only which rows share a load
   /// changes. One group (`kv` >= 0: decode of a single token, a job per kv
-  /// head) asks for the next block's lines while it computes one, as attend
-  /// does. Every group (`kv` < 0: batched decode, a job per share of the
-  /// tokens) makes the key blocks the outer loop and the groups the inner
-  /// one, so a key block's slice of the layer (every head's keys, then
-  /// every head's values, side by side in the cache) is read as two long
-  /// runs, which the hardware prefetchers follow (asking for the next
-  /// block's slice ahead measured no faster: bench/NOTES.md v21).
+  /// head) asks for its first block's lines before it starts and for the
+  /// next block's while it computes one, as attend does. Every group (`kv` < 0:
+  /// batched decode, a job per share of the tokens) makes the key blocks the
+  /// outer loop and the groups the inner one, so a key block's slice of the
+  /// layer (every head's keys, then every head's values, side by side in the
+  /// cache) is read as two long runs, which the hardware prefetchers follow
+  /// (asking for the next block's slice ahead measured no faster:
+  /// bench/NOTES.md v21).
   static void attend_token(const kiln_step_args *a, int64_t layer,
                            const float *q, float *y, int64_t t, int64_t kv) {
     const int64_t pos = a->positions[t], seq = a->seq_ids[t];
@@ -307,6 +308,13 @@ template <class C> struct Attention {
       group[g].start(GROUP);
     }
     const int64_t first = window_start(pos);
+    // The first block's lines, all asked for before its first load: a
+    // layer's cache has left the caches while the other layers' weights
+    // streamed through them.
+    if (kv >= 0) {
+      int64_t end = first / KV_BLOCK * KV_BLOCK + KV_BLOCK - 1;
+      group[kv].cache.prefetch(first, end < pos ? end : pos, D);
+    }
     for (int64_t s0 = first / KV_BLOCK * KV_BLOCK; s0 <= pos; s0 += KV_BLOCK) {
       int64_t from = s0 > first ? s0 : first;
       int64_t to = s0 + KV_BLOCK - 1 < pos ? s0 + KV_BLOCK - 1 : pos;

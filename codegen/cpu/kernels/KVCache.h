@@ -82,6 +82,9 @@ template <class E> struct KvRows {
   /// (all in blocks the sequence holds). Blocks lie wherever the pool put
   /// them, so the hardware prefetchers only find a block once its reading
   /// has begun; attention asks for the next block while it computes one.
+  /// Into L2, not L1: a block's hundreds of lines at once measured slower
+  /// into L1 than no prefetch at all, and 17% faster into L2 (1B decode
+  /// attention on Zen 5, bench/NOTES.md v28).
   void prefetch(int64_t from, int64_t to, int64_t headDim) const {
     constexpr int64_t LINE = 64 / sizeof(E); // elements a cache line
     while (from <= to) {
@@ -92,11 +95,11 @@ template <class E> struct KvRows {
       const E *key = keyColumn(from), *value = this->value(from);
       for (int64_t i = 0; i < headDim; ++i)
         for (int64_t p = 0; p < n; p += LINE)
-          prefetch_line<false>(
+          prefetch_line<true>(
               reinterpret_cast<uintptr_t>(key + i * keyStride + p));
       for (int64_t p = 0; p < n; ++p)
         for (int64_t i = 0; i < headDim; i += LINE)
-          prefetch_line<false>(
+          prefetch_line<true>(
               reinterpret_cast<uintptr_t>(value + p * positionStride + i));
       from += n;
     }
