@@ -95,11 +95,10 @@ template <class E> struct KvRows {
       const E *key = keyColumn(from), *value = this->value(from);
       for (int64_t i = 0; i < headDim; ++i)
         for (int64_t p = 0; p < n; p += LINE)
-          prefetch_line<true>(
-              reinterpret_cast<uintptr_t>(key + i * keyStride + p));
+          prefetch_line(reinterpret_cast<uintptr_t>(key + i * keyStride + p));
       for (int64_t p = 0; p < n; ++p)
         for (int64_t i = 0; i < headDim; i += LINE)
-          prefetch_line<true>(
+          prefetch_line(
               reinterpret_cast<uintptr_t>(value + p * positionStride + i));
       from += n;
     }

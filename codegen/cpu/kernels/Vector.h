@@ -594,22 +594,21 @@ constexpr int64_t PREFETCH_AHEAD = 16384;
 /// The page the hardware prefetchers do not cross.
 constexpr int64_t PREFETCH_PAGE = 4096;
 
-/// Asks for the cache line at address `at` into L2 (TO_L2: prefetcht1 on
-/// x86) or L1 (prefetcht0). On x86 the instruction is volatile asm, not
-/// __builtin_prefetch: GCC treats the builtin as free of side effects and
-/// deleted it from the GEMMs' one-row loops and the KV cache's loop (GCC
-/// 12 at -O3; every GCC-compiled artifact ran without those prefetches,
-/// bench/NOTES.md v25), and no compiler removes volatile asm. The address
-/// is an integer: it may lie past the end of an array, which is harmless,
-/// since prefetches never fault.
-template <bool TO_L2> inline void prefetch_line(uintptr_t at) {
+/// Asks for the cache line at address `at` into L2 (prefetcht1 on x86):
+/// for the weights no hint measured apart from the others (bench/NOTES.md
+/// v21), and for the KV cache L2 measured faster than L1 (v28). On x86 the
+/// instruction is volatile asm, not __builtin_prefetch: GCC treats the
+/// builtin as free of side effects and deleted it from the GEMMs' one-row
+/// loops and the KV cache's loop (GCC 12 at -O3; every GCC-compiled
+/// artifact ran without those prefetches, bench/NOTES.md v25), and no
+/// compiler removes volatile asm. The address is an integer: it may lie
+/// past the end of an array, which is harmless, since prefetches never
+/// fault.
+inline void prefetch_line(uintptr_t at) {
 #if defined(__SSE__)
-  if constexpr (TO_L2)
-    __asm__ volatile("prefetcht1 (%0)" : : "r"(at));
-  else
-    __asm__ volatile("prefetcht0 (%0)" : : "r"(at));
+  __asm__ volatile("prefetcht1 (%0)" : : "r"(at));
 #else
-  __builtin_prefetch(reinterpret_cast<const void *>(at), 0, TO_L2 ? 2 : 3);
+  __builtin_prefetch(reinterpret_cast<const void *>(at), 0, 2);
 #endif
 }
 
@@ -618,7 +617,7 @@ template <bool TO_L2> inline void prefetch_line(uintptr_t at) {
 template <int64_t BYTES> inline void prefetch_ahead(const void *p) {
   uintptr_t at = reinterpret_cast<uintptr_t>(p) + uintptr_t(PREFETCH_AHEAD);
   for (int64_t line = 0; line < BYTES; line += 64)
-    prefetch_line<true>(at + uintptr_t(line));
+    prefetch_line(at + uintptr_t(line));
 }
 
 /// Prefetches into L2 the first line of each 4 KiB page that starts within
@@ -628,7 +627,7 @@ template <int64_t BYTES> inline void prefetch_page_ahead(const void *p) {
   uintptr_t at = reinterpret_cast<uintptr_t>(p) + uintptr_t(PREFETCH_AHEAD);
   uintptr_t page = (at + PREFETCH_PAGE - 1) / PREFETCH_PAGE * PREFETCH_PAGE;
   for (; page < at + uintptr_t(BYTES); page += PREFETCH_PAGE)
-    prefetch_line<true>(page);
+    prefetch_line(page);
 }
 
 /// Asks for the weights PREFETCH_AHEAD past `p` (BYTES of them) as `mode`
@@ -669,9 +668,9 @@ public:
 private:
   void fetch_to(int64_t upto) {
     for (; next_ < upto; ++next_) {
-      prefetch_line<true>(reinterpret_cast<uintptr_t>(a_) + 64 * next_);
+      prefetch_line(reinterpret_cast<uintptr_t>(a_) + 64 * next_);
       if (b_)
-        prefetch_line<true>(reinterpret_cast<uintptr_t>(b_) + 64 * next_);
+        prefetch_line(reinterpret_cast<uintptr_t>(b_) + 64 * next_);
     }
   }
 

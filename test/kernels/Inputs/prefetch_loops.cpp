@@ -34,5 +34,5 @@ int64_t spread(const uint8_t *next, const uint8_t *w, int64_t steps) {
 // as far as a compiler knows, so the easiest to delete.
 void lines_only(const uint8_t *p, int64_t lines) {
   for (int64_t i = 0; i < lines; ++i)
-    prefetch_line<true>(reinterpret_cast<uintptr_t>(p) + 64 * i);
+    prefetch_line(reinterpret_cast<uintptr_t>(p) + 64 * i);
 }
