@@ -48,6 +48,16 @@ std::optional<double> speedup(const BatchResults &r, const BatchResult &b) {
 
 double mebibytes(int64_t bytes) { return double(bytes) / (1 << 20); }
 
+/// The roofline's speedup over one sequence's: what the machine's balance
+/// allows B sequences over one when both run at the same share of their
+/// limits.
+std::optional<double> rooflineSpeedup(const BatchResults &r,
+                                      const BatchResult &b) {
+  if (!r.single())
+    return std::nullopt;
+  return r.rooflineTokensPerSecond(b.batch) / r.rooflineTokensPerSecond(1);
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -72,7 +82,8 @@ void printBatchTable(const BatchResults &r, std::FILE *out) {
                "timing     %d timed run%s after a warm-up, the median "
                "quoted%s; step latency percentiles over every timed step; "
                "memory read from /proc/self/status after each batch size's "
-               "runs; %s; %s\n\n",
+               "runs (the bench's read probe, resident beside them, taken "
+               "out); %s; %s\n",
                o.repeat, o.repeat == 1 ? "" : "s",
                o.repeat == 1 ? "" : " (slowest-fastest)",
                o.keepPageCache
@@ -80,20 +91,49 @@ void printBatchTable(const BatchResults &r, std::FILE *out) {
                    : "the artifact evicted from the page cache before each "
                      "load",
                weightPlacement(r.weightsInHugePages));
+  const StepWork &w = r.work;
+  std::fprintf(out,
+               "counted    a step of B tokens reads the packed GEMM weights "
+               "(%.1f MB) once per %lld tokens, and every sequence's KV cache "
+               "up to its position (%.1f KiB a position, %s); it computes 2 "
+               "FLOPs per GEMM parameter (%.2f M, classifier included) and 4 x "
+               "%lld layers x %lld per attended position, for each token\n",
+               double(w.gemmBytes) / 1e6, (long long)w.maxTokens,
+               double(w.kvBytesPerToken) / 1024,
+               r.manifest.cacheElementType.c_str(),
+               double(w.layerGemmParameters + w.classifierParameters) / 1e6,
+               (long long)w.layers, (long long)w.qDim);
+  std::fprintf(out,
+               "limits     %s %.1f G%s/s (%s), read bandwidth %.1f GB/s (the "
+               "best probe sample, taken around every timed run); roofline: "
+               "B / the longer of a step's bytes at the read bandwidth and "
+               "its FLOPs at the peak\n\n",
+               r.computePeakName.c_str(), r.computePeak.flopsPerSecond / 1e9,
+               r.computePeakName == "int8 dot peak" ? "OP" : "FLOP",
+               r.computePeak.isa.c_str(), r.readBandwidth.bytesPerSecond / 1e9);
 
   std::fprintf(out, "## Batched decode, %d thread%s\n", r.threads,
                r.threads == 1 ? "" : "s");
   std::fprintf(out, "| batch | decode tokens/s | speedup over batch 1 | "
-                    "step p50 ms | step p99 ms | prefill tokens/s | "
+                    "roofline tokens/s (bound) | of roofline | roofline over "
+                    "batch 1 | step p50 ms | step p99 ms | prefill tokens/s | "
                     "KV pool MiB | VmRSS MiB | VmHWM MiB |\n");
-  std::fprintf(out, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-                    "---: | ---: |\n");
+  std::fprintf(out, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+                    "| ---: | ---: | ---: | ---: |\n");
   for (const BatchResult &b : r.batches) {
     std::optional<double> over1 = speedup(r, b);
+    std::optional<double> rooflineOver1 = rooflineSpeedup(r, b);
+    bool computeBound = false;
+    double roofline = r.rooflineTokensPerSecond(b.batch, &computeBound);
     std::fprintf(
-        out, "| %d | %s | %s | %.3f | %.3f | %s | %.2f | %.1f | %.1f |\n",
+        out,
+        "| %d | %s | %s | %.1f (%s) | %.0f%% | %s | %.3f | %.3f | %s | %.2f | "
+        "%.1f | %.1f |\n",
         b.batch, rateWithSpread(double(b.decodeTokens), b.decode).c_str(),
-        over1 ? format("%.2fx", *over1).c_str() : "-",
+        over1 ? format("%.2fx", *over1).c_str() : "-", roofline,
+        computeBound ? "compute" : "memory",
+        100.0 * decodeTokensPerSecond(b) / roofline,
+        rooflineOver1 ? format("%.2fx", *rooflineOver1).c_str() : "-",
         b.stepPercentile(0.50) * 1e3, b.stepPercentile(0.99) * 1e3,
         rateWithSpread(prefillTokens(r, b), b.prefill).c_str(),
         mebibytes(b.kvPoolBytes), mebibytes(b.residentBytes),
@@ -138,8 +178,23 @@ json batchReportJson(const BatchResults &r) {
                        {"kv_pool_bytes", b.kvPoolBytes},
                        {"vm_rss_bytes", b.residentBytes},
                        {"vm_hwm_bytes", b.peakResidentBytes}});
+    bool computeBound = false;
+    double roofline = r.rooflineTokensPerSecond(b.batch, &computeBound);
+    std::optional<double> rooflineOver1 = rooflineSpeedup(r, b);
+    json &e = results.back();
+    e["step_bytes"] = r.stepBytes(b.batch);
+    e["step_flops"] = r.stepFlops(b.batch);
+    e["roofline_tokens_per_second"] = roofline;
+    e["roofline_bound"] = computeBound ? "compute" : "memory";
+    e["fraction_of_roofline"] = tps / roofline;
+    e["roofline_speedup_over_batch_1"] =
+        rooflineOver1 ? json(*rooflineOver1) : json(nullptr);
+    json samples = json::array();
+    for (double bytesPerSecond : b.readSamples)
+      samples.push_back(bytesPerSecond / 1e9);
+    e["read_samples_gbps"] = samples;
     if (b.profile.steps > 0)
-      results.back()["profile"] = profileJson(b.profile);
+      e["profile"] = profileJson(b.profile);
   }
   return {{"command", o.command},
           {"date", r.date},
@@ -165,6 +220,20 @@ json batchReportJson(const BatchResults &r) {
             {"prompt_tokens", r.promptTokens},
             {"gen_tokens", o.genTokens},
             {"context_length", r.contextLength},
+            {"counted",
+             {{"gemm_bytes", r.work.gemmBytes},
+              {"gemm_parameters",
+               r.work.layerGemmParameters + r.work.classifierParameters},
+              {"max_tokens", r.work.maxTokens},
+              {"kv_bytes_per_position", r.work.kvBytesPerToken},
+              {"kv_element_type", m.cacheElementType}}},
+            {"limits",
+             {{"compute_peak",
+               {{"name", r.computePeakName},
+                {"isa", r.computePeak.isa},
+                {"per_second", r.computePeak.flopsPerSecond}}},
+              {"read_bytes_per_second", r.readBandwidth.bytesPerSecond},
+              {"read_array_bytes", r.readBandwidth.arrayBytes}}},
             {"results", results}}}};
 }
 

@@ -1,10 +1,12 @@
 //===- BatchReport.h - The report of a batched decode run -------*- C++ -*-===//
 //
 // Part of Kiln's benchmark library. Turns BatchResults into what `kiln bench
-// --batch` prints: the usual header, a line saying what was run and counted,
-// and a "batched decode" table with one row per batch size (aggregate decode
-// tokens/s, its speedup over one sequence, the step latency's p50 and p99,
-// prefill tokens/s, the KV pool and the process's resident memory); and
+// --batch` prints: the usual header, lines saying what was run, what a step
+// reads and computes, and the machine's limits, then a "batched decode"
+// table with one row per batch size (aggregate decode tokens/s, its speedup
+// over one sequence, the roofline the limits allow and the share of it
+// reached, the step latency's p50 and p99, prefill tokens/s, the KV pool and
+// the process's resident memory); and
 // every number as JSON under a "batch" key. bench/README.md, "Batched
 // decode", says what each number counts; test/tools/kiln-bench-batch.test
 // checks the format.

@@ -29,6 +29,23 @@ double BatchResult::stepPercentile(double q) const {
   return s[std::clamp<size_t>(rank, 1, s.size()) - 1];
 }
 
+double BatchResults::stepBytes(int batch) const {
+  return work.batchStepBytes(batch, promptTokens, options.genTokens);
+}
+
+double BatchResults::stepFlops(int batch) const {
+  return work.batchStepFlops(batch, promptTokens, options.genTokens);
+}
+
+double BatchResults::rooflineTokensPerSecond(int batch,
+                                             bool *computeBound) const {
+  double reading = stepBytes(batch) / readBandwidth.bytesPerSecond;
+  double computing = stepFlops(batch) / computePeak.flopsPerSecond;
+  if (computeBound)
+    *computeBound = computing > reading;
+  return double(batch) / std::max(reading, computing);
+}
+
 const BatchResult *BatchResults::single() const {
   for (const BatchResult &b : batches)
     if (b.batch == 1)
@@ -102,6 +119,35 @@ int64_t statusBytes(const std::string &field) {
 }
 
 //===----------------------------------------------------------------------===//
+// The limits
+//===----------------------------------------------------------------------===//
+
+/// Passes of the read probe sampled right before and right after each
+/// timed run (as single-sequence decode samples it: BenchRunner.cpp).
+constexpr int kReadPassesAroundRun = 5;
+
+/// Measures the compute limit of the artifact's GEMMs on `pool`: the int8
+/// or bf16 dot peak where they multiply that way and the CPU has it, else
+/// the FP32 FMA peak (as BenchReport.cpp picks prefill's).
+void measureComputePeak(runtime::ThreadPool &pool, BatchResults &results) {
+  runtime::MachineProbeOptions probe; // its default iterations and passes
+  if (results.work.bf16Dot) {
+    results.computePeak = runtime::measureBf16DotPeak(pool, probe.fmaIterations,
+                                                      probe.fmaRepetitions);
+    results.computePeakName = "bf16 dot peak";
+  } else if (results.work.int8Dot) {
+    results.computePeak = runtime::measureInt8DotPeak(pool, probe.fmaIterations,
+                                                      probe.fmaRepetitions);
+    results.computePeakName = "int8 dot peak";
+  }
+  if (results.computePeak.flopsPerSecond <= 0) {
+    results.computePeak = runtime::measureFmaPeak(pool, probe.fmaIterations,
+                                                  probe.fmaRepetitions);
+    results.computePeakName = "FMA peak";
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // One batch size
 //===----------------------------------------------------------------------===//
 
@@ -109,7 +155,22 @@ int64_t statusBytes(const std::string &field) {
 /// size, few enough to cost nothing beside the timed runs.
 constexpr int64_t kWarmUpSteps = 4;
 
-BatchResult benchBatch(const BenchOptions &o, int batch,
+/// The bench's own threads and read probe, alive for the whole run: the
+/// probe's array is resident from the start, so its bytes can be taken out
+/// of every memory reading exactly.
+struct Limits {
+  runtime::ThreadPool pool;
+  std::unique_ptr<runtime::ReadBandwidthProbe> read;
+  int64_t probeResidentBytes = 0;
+
+  Limits(int threads, int64_t arrayBytes) : pool(threads) {
+    int64_t before = statusBytes("VmRSS");
+    read = std::make_unique<runtime::ReadBandwidthProbe>(pool, arrayBytes);
+    probeResidentBytes = statusBytes("VmRSS") - before;
+  }
+};
+
+BatchResult benchBatch(const BenchOptions &o, int batch, Limits &limits,
                        BatchResults &results) {
   if (!o.keepPageCache)
     evictFromPageCache(o.artifact);
@@ -135,6 +196,8 @@ BatchResult benchBatch(const BenchOptions &o, int batch,
         runtime::parseManifest(
             o.artifact, model->artifact().section(runtime::section::kManifest))
             .contextLength;
+    results.work = countStepWork(*model);
+    measureComputePeak(limits.pool, results);
   }
 
   int64_t p = results.promptTokens, g = o.genTokens;
@@ -153,7 +216,13 @@ BatchResult benchBatch(const BenchOptions &o, int batch,
   BatchResult result;
   result.batch = batch;
   result.decodeTokens = int64_t(batch) * g;
+  // The host's bandwidth drifts within seconds: the probe is sampled around
+  // every timed run, so the limit is what memory delivered while it ran.
+  runtime::ReadBandwidthProbe &read = *limits.read;
+  size_t firstSample = read.sampleBytesPerSecond().size();
+  read.sample(runtime::MachineProbeOptions().readRepetitions);
   for (int r = 0; r < o.repeat; ++r) {
+    read.sample(kReadPassesAroundRun);
     model->reset();
     Clock::time_point start = Clock::now();
     for (const StepBatch &prompt : run.prompts)
@@ -168,7 +237,12 @@ BatchResult benchBatch(const BenchOptions &o, int batch,
       decode += seconds;
     }
     result.decode.seconds.push_back(decode);
+    read.sample(kReadPassesAroundRun);
   }
+  result.readSamples.assign(read.sampleBytesPerSecond().begin() +
+                                ptrdiff_t(firstSample),
+                            read.sampleBytesPerSecond().end());
+  results.readBandwidth = read.result();
   if (o.profile) {
     // One more run, untimed, so the profile's clock reads do not touch the
     // figures above.
@@ -189,8 +263,8 @@ BatchResult benchBatch(const BenchOptions &o, int batch,
     model->setProfiling(false);
   }
   result.kvPoolBytes = model->kvCache().poolBytes();
-  result.residentBytes = statusBytes("VmRSS");
-  result.peakResidentBytes = statusBytes("VmHWM");
+  result.residentBytes = statusBytes("VmRSS") - limits.probeResidentBytes;
+  result.peakResidentBytes = statusBytes("VmHWM") - limits.probeResidentBytes;
   return result;
 }
 
@@ -212,12 +286,17 @@ BatchResults runBatchedDecode(const BenchOptions &options,
   results.contextLength = results.promptTokens + options.genTokens;
   std::string who = std::to_string(results.threads) +
                     (results.threads == 1 ? " thread: " : " threads: ");
+  progress(who + "measuring the machine (read bandwidth, then the GEMMs' "
+                 "compute peak)");
+  runtime::MachineProbeOptions probe;
+  probe.triadArrayBytes = options.triadArrayBytes;
+  Limits limits(results.threads, runtime::readArrayBytes(probe));
   for (int batch : options.batch) {
     progress(who + "batch of " + std::to_string(batch) + ": " +
              std::to_string(batch) + " prompts of " +
              std::to_string(results.promptTokens) + " tokens, then " +
              std::to_string(options.genTokens) + " decode steps");
-    results.batches.push_back(benchBatch(options, batch, results));
+    results.batches.push_back(benchBatch(options, batch, limits, results));
   }
   return results;
 }

@@ -8,7 +8,11 @@
 // prompt + gen positions; B prompts are prefilled, one sequence a step, and
 // then every decode step holds one token of every sequence. Each decode
 // step is timed on its own: its latency is the inter-token latency every
-// sequence sees. bench/README.md, "Batched decode", says what is counted.
+// sequence sees. The same run measures the limits a step runs into (the
+// GEMMs' compute peak once, the read bandwidth around every timed run), so
+// each batch size is quoted against its roofline: once B sequences' tokens
+// make the weights' arithmetic outlast their reading, batching stops
+// paying. bench/README.md, "Batched decode", says what is counted.
 //
 // The results are plain data; BatchReport.h prints them.
 //
@@ -18,6 +22,8 @@
 #define KILN_BENCH_BATCHRUNNER_H
 
 #include "bench/BenchRunner.h"
+#include "bench/StepWork.h"
+#include "runtime/MachineProbe.h"
 
 #include <cstdint>
 #include <string>
@@ -44,6 +50,10 @@ struct BatchResult {
   /// (VmRSS) and the process's peak so far (VmHWM), in bytes.
   int64_t residentBytes = 0, peakResidentBytes = 0;
 
+  /// The read probe's samples (bytes/s) on this batch size's model: its
+  /// first, then one right before and one right after each timed run.
+  std::vector<double> readSamples;
+
   /// With BenchOptions::profile: the kernels' time over one more, untimed
   /// run's decode steps (steps == 0 without).
   Profile profile;
@@ -61,6 +71,30 @@ struct BatchResults {
   int64_t contextLength = 0;       ///< positions each sequence may reach: P + G
   bool weightsInHugePages = false; ///< the model's weights were copied there
   std::vector<BatchResult> batches; ///< one per options.batch, in order
+
+  /// What a step of the artifact reads and computes (StepWork.h).
+  StepWork work;
+  /// The limits a batched step runs into, measured in the same run on the
+  /// model's own threads (runtime/MachineProbe.h). Decode of one sequence
+  /// is bound by reading the weights; as the batch grows, each weight read
+  /// serves more tokens until the GEMMs' arithmetic binds instead. The
+  /// compute limit is the GEMMs' own: the int8 dot peak for mostly
+  /// quantized weights, the bf16 dot peak for bf16 dot products, else the
+  /// FP32 FMA peak; the read bandwidth is the best sample of every batch
+  /// size's probe.
+  runtime::FmaPeakResult computePeak;
+  std::string computePeakName; ///< "FMA peak", "bf16 dot peak", ...
+  runtime::BandwidthResult readBandwidth;
+
+  /// Bytes and FLOPs a decode step of `batch` sequences averages over the
+  /// G timed steps (StepWork::batchStepBytes, batchStepFlops).
+  double stepBytes(int batch) const;
+  double stepFlops(int batch) const;
+  /// The roofline: the most decode tokens/s B sequences could reach on
+  /// this machine, B over the longer of a step's bytes at the read
+  /// bandwidth and its FLOPs at the compute peak (memory and arithmetic
+  /// fully overlapped); `computeBound` says which one binds.
+  double rooflineTokensPerSecond(int batch, bool *computeBound = nullptr) const;
 
   /// The batch of one sequence when it was measured, else null: the
   /// speedups are over it.

@@ -25,6 +25,26 @@ int64_t StepWork::decodeKvBytes(int64_t position) const {
   return kvBytesPerToken * (position + 1);
 }
 
+double StepWork::batchStepBytes(int64_t batch, int64_t first,
+                                int64_t steps) const {
+  int64_t perStep = maxTokens > 0 ? maxTokens : batch;
+  double weightReads = double((batch + perStep - 1) / perStep);
+  // decodeKvBytes is linear in the position: its mean over the steps is
+  // its value at the mean position.
+  double meanKv =
+      double(kvBytesPerToken) * (double(first) + double(steps - 1) / 2.0 + 1.0);
+  return weightReads * double(gemmBytes) + double(batch) * meanKv;
+}
+
+double StepWork::batchStepFlops(int64_t batch, int64_t first,
+                                int64_t steps) const {
+  double meanAttention = 4.0 * double(layers) * double(qDim) *
+                         (double(first) + double(steps - 1) / 2.0 + 1.0);
+  return double(batch) *
+         (2.0 * double(layerGemmParameters + classifierParameters) +
+          meanAttention);
+}
+
 StepWork countStepWork(const runtime::ArtifactManifest &manifest,
                        const runtime::StepLibraryManifest &library,
                        const std::string &artifactPath) {
@@ -63,8 +83,10 @@ StepWork countStepWork(const runtime::ArtifactManifest &manifest,
                              "FLOPs cannot be counted");
   work.int8Dot = 2 * quantizedLayerParameters > work.layerGemmParameters;
   work.qDim = manifest.heads * manifest.headDim;
-  work.kvBytesPerToken = 2 * manifest.layers * manifest.kvHeads *
-                         manifest.headDim * int64_t(sizeof(float));
+  work.maxTokens = manifest.maxTokens;
+  int64_t elementBytes = manifest.cacheElementType == "f32" ? 4 : 2;
+  work.kvBytesPerToken =
+      2 * manifest.layers * manifest.kvHeads * manifest.headDim * elementBytes;
   return work;
 }
 

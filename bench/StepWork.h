@@ -41,9 +41,15 @@ struct StepWork {
   int64_t gemmBytes = 0;
   int64_t gemmEntries = 0;
   /// Bytes one position adds to the KV cache: a key and a value row of
-  /// kv heads x head size floats in every layer (the runtime's cache holds
-  /// f32 whatever the weights' type). Not counted in decode's bytes.
+  /// kv heads x head size elements in every layer, each element of the
+  /// artifact's cache type (`kiln compile --kv-type`: f32 4 bytes, f16 and
+  /// bf16 2), whatever the weights' type. Not counted in single-sequence
+  /// decode's bytes (a few percent of them at the positions timed); counted
+  /// in batched decode's, where B sequences' caches are read each step.
   int64_t kvBytesPerToken = 0;
+  /// Tokens a step holds at most (the artifact's max_tokens): a larger
+  /// batch runs as several steps, each reading the weights.
+  int64_t maxTokens = 0;
   /// The GEMMs multiply in bf16 dot products (panels packed as k pairs):
   /// prefill is then measured against the bf16 dot peak.
   bool bf16Dot = false;
@@ -67,6 +73,16 @@ struct StepWork {
   /// Bytes of KV cache a decode step at `position` reads: every layer's
   /// keys and values of positions 0..position.
   int64_t decodeKvBytes(int64_t position) const;
+
+  /// Batched decode (`kiln bench --batch`): a step holds one token of each
+  /// of `batch` sequences, all at the same position, and asks for every
+  /// sequence's logits; `steps` steps run at positions first..first+steps-1.
+  /// Bytes a step reads on average: the weights once per step of at most
+  /// maxTokens tokens, and every sequence's own cache (decodeKvBytes).
+  double batchStepBytes(int64_t batch, int64_t first, int64_t steps) const;
+  /// FLOPs a step on average: batch x decodeFlopsPerToken (the classifier
+  /// runs for every sequence's logits).
+  double batchStepFlops(int64_t batch, int64_t first, int64_t steps) const;
 };
 
 /// Counts the work of a step of `library` (one of `manifest.libraries`).

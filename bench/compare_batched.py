@@ -14,7 +14,10 @@ alternating every round so that drift on a shared machine falls on both
 tokens/s: Kiln's "decode tokens/s" (B x G tokens over the G decode steps) and
 llama-batched-bench's S_TG (the same count over its text-generation time).
 Each cell is the median of the rounds with the slowest and fastest beside
-it. llama.cpp is built outside Kiln; this script only takes its path.
+it. Beside them, from Kiln's report, the median of its share of the roofline
+and of the roofline's speedup over batch 1: what this machine's compute peak
+and read bandwidth allow (bench/README.md, "Batched decode"). llama.cpp is
+built outside Kiln; this script only takes its path.
 """
 
 import argparse
@@ -55,7 +58,10 @@ def run_kiln(a, artifact, batches):
              "--threads", str(a.threads), "--prompt-tokens", str(a.prompt_tokens),
              "--gen-tokens", str(a.gen_tokens), "--repeat", "1", "--json", out.name])
         report = json.load(open(out.name))
-    return {r["batch"]: r["decode"]["tokens_per_second"]
+    # Per batch size: tokens/s, the share of its roofline, and the
+    # roofline's speedup over batch 1 (kiln bench's "The limits").
+    return {r["batch"]: (r["decode"]["tokens_per_second"], r["fraction_of_roofline"],
+                         r["roofline_speedup_over_batch_1"])
             for r in report["batch"]["results"]}
 
 
@@ -96,27 +102,42 @@ def main():
         + a.compile_args.split())
     kiln = {b: [] for b in batches}
     llama = {b: [] for b in batches}
+    share = {b: [] for b in batches}      # Kiln's share of its roofline
+    allowed = {b: [] for b in batches}    # its roofline over batch 1's
     for r in range(a.rounds):
         order = ["kiln", "llama"] if r % 2 == 0 else ["llama", "kiln"]
         for tool in order:
             say(f"round {r + 1} of {a.rounds}: {tool}")
-            figures = run_kiln(a, artifact, batches) if tool == "kiln" else run_llama(a, batches)
-            for b in batches:
-                (kiln if tool == "kiln" else llama)[b].append(figures[b])
+            if tool == "llama":
+                figures = run_llama(a, batches)
+                for b in batches:
+                    llama[b].append(figures[b])
+                continue
+            for b, (tps, fraction, over1) in run_kiln(a, artifact, batches).items():
+                kiln[b].append(tps)
+                share[b].append(fraction)
+                if over1 is not None:
+                    allowed[b].append(over1)
 
     print(f"# bench/compare_batched.py {' '.join(sys.argv[1:])}")
     print(f"model {a.model}; {a.prompt_tokens}-token prompts, then {a.gen_tokens} decode "
           f"steps per sequence; {a.threads} threads; {a.rounds} interleaved rounds, "
           "median [slowest-fastest]; aggregate decode tokens/s (llama.cpp: S_TG)\n")
-    print("| batch | Kiln | llama.cpp | Kiln / llama.cpp | Kiln over its batch 1 |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
+    print("| batch | Kiln | llama.cpp | Kiln / llama.cpp | Kiln over its batch 1 "
+          "| Kiln's share of its roofline | roofline over batch 1 |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     base = statistics.median(kiln[batches[0]]) if batches[0] == 1 else None
     for b in batches:
         k, l = statistics.median(kiln[b]), statistics.median(llama[b])
         over = f"{k / base:.2f}x" if base else ""
-        print(f"| {b} | {cell(kiln[b])} | {cell(llama[b])} | {k / l:.2f} | {over} |")
+        roof = f"{statistics.median(allowed[b]):.2f}x" if allowed[b] else ""
+        print(f"| {b} | {cell(kiln[b])} | {cell(llama[b])} | {k / l:.2f} | {over} "
+              f"| {100 * statistics.median(share[b]):.0f}% | {roof} |")
     if a.json:
-        json.dump({"args": vars(a), "kiln": kiln, "llama": llama}, open(a.json, "w"), indent=1)
+        json.dump({"args": vars(a), "kiln": kiln, "llama": llama,
+                   "kiln_fraction_of_roofline": share,
+                   "kiln_roofline_speedup_over_batch_1": allowed},
+                  open(a.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

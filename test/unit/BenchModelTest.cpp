@@ -212,6 +212,35 @@ TEST(BenchStepWork, F32ArtifactMatchesTheConfig) {
       2.0 * double(layerParameters + classifierParameters) + 4.0 * 2 * 128 * 6;
   EXPECT_EQ(w.decodeFlopsPerToken(5), decode5);
   EXPECT_EQ(w.decodeFlopsPerToken(5), 671744.0 + 6144.0);
+
+  // Batched decode: 3 sequences for 4 steps at positions 8..11 read the
+  // weights once a step and each its cache, 10.5 positions on average
+  // (9 to 12 attended).
+  EXPECT_EQ(w.maxTokens, 16); // the fixtures' --max-tokens
+  EXPECT_EQ(w.batchStepBytes(3, 8, 4), 1343488.0 + 3 * 1024 * 10.5);
+  EXPECT_EQ(w.batchStepFlops(3, 8, 4), 3 * (671744.0 + 4.0 * 2 * 128 * 10.5));
+  // A batch past max_tokens runs as several steps, each reading the
+  // weights.
+  w.maxTokens = 2;
+  EXPECT_EQ(w.batchStepBytes(3, 8, 4), 2 * 1343488.0 + 3 * 1024 * 10.5);
+}
+
+/// The cache's element type sets its bytes a position: `kiln compile
+/// --kv-type bf16` halves them, whatever the weights.
+TEST(BenchStepWork, KvBytesFollowTheCacheElementType) {
+  runtime::CompiledModelOptions options;
+  options.threads = 1;
+  std::unique_ptr<runtime::CompiledModel> model = runtime::CompiledModel::load(
+      Artifacts::get().path("portable", codegen::PackedType::F32), options);
+  runtime::ArtifactManifest manifest = model->manifest();
+  for (const auto &[type, bytes] :
+       {std::pair<std::string, int64_t>{"f32", 4}, {"bf16", 2}, {"f16", 2}}) {
+    SCOPED_TRACE(type);
+    manifest.cacheElementType = type;
+    bench::StepWork w = bench::countStepWork(manifest, model->stepLibrary(),
+                                             model->artifact().path());
+    EXPECT_EQ(w.kvBytesPerToken, 2 * 2 * (2 * 32) * bytes);
+  }
 }
 
 /// bf16 panels, portable code: 2 bytes a parameter, the same FLOPs; no
@@ -603,12 +632,13 @@ TEST(BenchBatch, CountsEverySequencesTokensAndLogits) {
   o.repeat = 2;
   o.batch = {1, 3};
   o.keepPageCache = true;
+  o.triadArrayBytes = 1 << 20; // a read probe of 3 MiB: counts, not speed
   o.command = "kiln bench --batch 1,3";
   std::vector<std::string> progress;
   bench::BatchResults r = bench::runBatchedDecode(
       o, [&](const std::string &line) { progress.push_back(line); });
 
-  EXPECT_EQ(progress.size(), 2u);
+  EXPECT_EQ(progress.size(), 3u); // the machine, then each batch size
   EXPECT_EQ(r.threads, 1);
   EXPECT_EQ(r.promptTokens, 8);
   EXPECT_EQ(r.contextLength, 12);
@@ -632,7 +662,25 @@ TEST(BenchBatch, CountsEverySequencesTokensAndLogits) {
     EXPECT_GT(b.kvPoolBytes, 0);
     EXPECT_GT(b.residentBytes, 0);
     EXPECT_GE(b.peakResidentBytes, b.residentBytes);
+    // The probe's first sample, then one before and one after each run;
+    // the limit is the best of all.
+    ASSERT_EQ(b.readSamples.size(), 1u + 2 * 2);
+    for (double sample : b.readSamples)
+      EXPECT_LE(sample, r.readBandwidth.bytesPerSecond);
+    // The roofline is B over the longer of the step's reading and its
+    // arithmetic.
+    double reading = r.stepBytes(b.batch) / r.readBandwidth.bytesPerSecond;
+    double computing = r.stepFlops(b.batch) / r.computePeak.flopsPerSecond;
+    bool computeBound = false;
+    EXPECT_DOUBLE_EQ(r.rooflineTokensPerSecond(b.batch, &computeBound),
+                     b.batch / std::max(reading, computing));
+    EXPECT_EQ(computeBound, computing > reading);
   }
+  EXPECT_EQ(r.computePeakName, "FMA peak"); // f32 weights
+  EXPECT_GT(r.computePeak.flopsPerSecond, 0.0);
+  EXPECT_EQ(r.readBandwidth.arrayBytes, 3 << 20);
+  EXPECT_EQ(r.work.gemmBytes, 1343488);
+  EXPECT_EQ(r.stepBytes(3), r.work.batchStepBytes(3, 8, 4));
 
   // The pool holds the same blocks for each sequence's 12 positions.
   EXPECT_EQ(r.batches[1].kvPoolBytes, 3 * r.batches[0].kvPoolBytes);
@@ -649,6 +697,17 @@ TEST(BenchBatch, CountsEverySequencesTokensAndLogits) {
                    12 / r.batches[1].decode.median());
   EXPECT_DOUBLE_EQ(
       batch["results"][0]["decode"]["speedup_over_batch_1"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(three["step_bytes"].get<double>(), r.stepBytes(3));
+  EXPECT_DOUBLE_EQ(three["roofline_tokens_per_second"].get<double>(),
+                   r.rooflineTokensPerSecond(3));
+  EXPECT_DOUBLE_EQ(three["fraction_of_roofline"].get<double>(),
+                   12 / r.batches[1].decode.median() /
+                       r.rooflineTokensPerSecond(3));
+  EXPECT_DOUBLE_EQ(three["roofline_speedup_over_batch_1"].get<double>(),
+                   r.rooflineTokensPerSecond(3) / r.rooflineTokensPerSecond(1));
+  EXPECT_EQ(batch["counted"]["kv_element_type"], "f32");
+  EXPECT_EQ(batch["counted"]["kv_bytes_per_position"], 1024);
+  EXPECT_EQ(batch["limits"]["compute_peak"]["name"], "FMA peak");
 }
 
 /// The step latency's percentiles are nearest-rank ones.
