@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <stdexcept>
@@ -47,6 +48,18 @@ std::optional<double> speedup(const BatchResults &r, const BatchResult &b) {
 }
 
 double mebibytes(int64_t bytes) { return double(bytes) / (1 << 20); }
+
+/// "62% (55-70%)": the median share and the range, or "-" for none.
+std::string medianAndRange(const std::vector<double> &fractions) {
+  if (fractions.empty())
+    return "-";
+  auto [lo, hi] = std::minmax_element(fractions.begin(), fractions.end());
+  std::string median = format("%.0f%%", 100.0 * medianOf(fractions));
+  if (fractions.size() == 1)
+    return median;
+  return median + format(" (%.0f", 100.0 * *lo) +
+         format("-%.0f%%)", 100.0 * *hi);
+}
 
 /// The roofline's speedup over one sequence's: what the machine's balance
 /// allows B sequences over one when both run at the same share of their
@@ -115,11 +128,12 @@ void printBatchTable(const BatchResults &r, std::FILE *out) {
   std::fprintf(out, "## Batched decode, %d thread%s\n", r.threads,
                r.threads == 1 ? "" : "s");
   std::fprintf(out, "| batch | decode tokens/s | speedup over batch 1 | "
-                    "roofline tokens/s (bound) | of roofline | roofline over "
-                    "batch 1 | step p50 ms | step p99 ms | prefill tokens/s | "
-                    "KV pool MiB | VmRSS MiB | VmHWM MiB |\n");
+                    "roofline tokens/s (bound) | of roofline | each run's "
+                    "share at the probe around it | roofline over batch 1 | "
+                    "step p50 ms | step p99 ms | prefill tokens/s | KV pool "
+                    "MiB | VmRSS MiB | VmHWM MiB |\n");
   std::fprintf(out, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-                    "| ---: | ---: | ---: | ---: |\n");
+                    "| ---: | ---: | ---: | ---: | ---: |\n");
   for (const BatchResult &b : r.batches) {
     std::optional<double> over1 = speedup(r, b);
     std::optional<double> rooflineOver1 = rooflineSpeedup(r, b);
@@ -127,12 +141,13 @@ void printBatchTable(const BatchResults &r, std::FILE *out) {
     double roofline = r.rooflineTokensPerSecond(b.batch, &computeBound);
     std::fprintf(
         out,
-        "| %d | %s | %s | %.1f (%s) | %.0f%% | %s | %.3f | %.3f | %s | %.2f | "
-        "%.1f | %.1f |\n",
+        "| %d | %s | %s | %.1f (%s) | %.0f%% | %s | %s | %.3f | %.3f | %s | "
+        "%.2f | %.1f | %.1f |\n",
         b.batch, rateWithSpread(double(b.decodeTokens), b.decode).c_str(),
         over1 ? format("%.2fx", *over1).c_str() : "-", roofline,
         computeBound ? "compute" : "memory",
         100.0 * decodeTokensPerSecond(b) / roofline,
+        medianAndRange(r.pairedRooflineFractions(b)).c_str(),
         rooflineOver1 ? format("%.2fx", *rooflineOver1).c_str() : "-",
         b.stepPercentile(0.50) * 1e3, b.stepPercentile(0.99) * 1e3,
         rateWithSpread(prefillTokens(r, b), b.prefill).c_str(),
@@ -187,6 +202,7 @@ json batchReportJson(const BatchResults &r) {
     e["roofline_tokens_per_second"] = roofline;
     e["roofline_bound"] = computeBound ? "compute" : "memory";
     e["fraction_of_roofline"] = tps / roofline;
+    e["paired_fractions_of_roofline"] = r.pairedRooflineFractions(b);
     e["roofline_speedup_over_batch_1"] =
         rooflineOver1 ? json(*rooflineOver1) : json(nullptr);
     json samples = json::array();

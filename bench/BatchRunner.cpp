@@ -39,11 +39,33 @@ double BatchResults::stepFlops(int batch) const {
 
 double BatchResults::rooflineTokensPerSecond(int batch,
                                              bool *computeBound) const {
-  double reading = stepBytes(batch) / readBandwidth.bytesPerSecond;
+  return rooflineTokensPerSecond(batch, readBandwidth.bytesPerSecond,
+                                 computeBound);
+}
+
+double BatchResults::rooflineTokensPerSecond(int batch, double bytesPerSecond,
+                                             bool *computeBound) const {
+  double reading = stepBytes(batch) / bytesPerSecond;
   double computing = stepFlops(batch) / computePeak.flopsPerSecond;
   if (computeBound)
     *computeBound = computing > reading;
   return double(batch) / std::max(reading, computing);
+}
+
+std::vector<double>
+BatchResults::pairedRooflineFractions(const BatchResult &b) const {
+  const std::vector<double> &s = b.readSamples;
+  const std::vector<double> &seconds = b.decode.seconds;
+  std::vector<double> fractions;
+  if (s.size() != 1 + 2 * seconds.size())
+    return fractions;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    double tokensPerSecond = double(b.decodeTokens) / seconds[i];
+    double bandwidth = std::max(s[1 + 2 * i], s[2 + 2 * i]);
+    fractions.push_back(tokensPerSecond /
+                        rooflineTokensPerSecond(b.batch, bandwidth));
+  }
+  return fractions;
 }
 
 const BatchResult *BatchResults::single() const {

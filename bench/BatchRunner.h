@@ -95,6 +95,15 @@ struct BatchResults {
   /// bandwidth and its FLOPs at the compute peak (memory and arithmetic
   /// fully overlapped); `computeBound` says which one binds.
   double rooflineTokensPerSecond(int batch, bool *computeBound = nullptr) const;
+  /// The same at read bandwidth `bytesPerSecond`.
+  double rooflineTokensPerSecond(int batch, double bytesPerSecond,
+                                 bool *computeBound = nullptr) const;
+  /// Each timed run of `b` against the roofline at the better of the two
+  /// probe samples taken right before and right after it: what the kernels
+  /// made of the memory they got, whatever the host's bandwidth did
+  /// between batch sizes. Empty unless the samples are the first one and
+  /// one pair a run.
+  std::vector<double> pairedRooflineFractions(const BatchResult &b) const;
 
   /// The batch of one sequence when it was measured, else null: the
   /// speedups are over it.

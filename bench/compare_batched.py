@@ -15,7 +15,8 @@ tokens/s: Kiln's "decode tokens/s" (B x G tokens over the G decode steps) and
 llama-batched-bench's S_TG (the same count over its text-generation time).
 Each cell is the median of the rounds with the slowest and fastest beside
 it. Beside them, from Kiln's report, the median of its share of the roofline
-and of the roofline's speedup over batch 1: what this machine's compute peak
+(at the read probe sampled around each run) and of the roofline's speedup
+over batch 1: what this machine's compute peak
 and read bandwidth allow (bench/README.md, "Batched decode"). llama.cpp is
 built outside Kiln; this script only takes its path.
 """
@@ -58,9 +59,11 @@ def run_kiln(a, artifact, batches):
              "--threads", str(a.threads), "--prompt-tokens", str(a.prompt_tokens),
              "--gen-tokens", str(a.gen_tokens), "--repeat", "1", "--json", out.name])
         report = json.load(open(out.name))
-    # Per batch size: tokens/s, the share of its roofline, and the
-    # roofline's speedup over batch 1 (kiln bench's "The limits").
-    return {r["batch"]: (r["decode"]["tokens_per_second"], r["fraction_of_roofline"],
+    # Per batch size: tokens/s, its share of the roofline at the read probe
+    # sampled around it (one run: one share), and the roofline's speedup
+    # over batch 1 (kiln bench's "The limits").
+    return {r["batch"]: (r["decode"]["tokens_per_second"],
+                         r["paired_fractions_of_roofline"][0],
                          r["roofline_speedup_over_batch_1"])
             for r in report["batch"]["results"]}
 
@@ -124,7 +127,7 @@ def main():
           f"steps per sequence; {a.threads} threads; {a.rounds} interleaved rounds, "
           "median [slowest-fastest]; aggregate decode tokens/s (llama.cpp: S_TG)\n")
     print("| batch | Kiln | llama.cpp | Kiln / llama.cpp | Kiln over its batch 1 "
-          "| Kiln's share of its roofline | roofline over batch 1 |")
+          "| Kiln's share of its roofline (probe around it) | roofline over batch 1 |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     base = statistics.median(kiln[batches[0]]) if batches[0] == 1 else None
     for b in batches:

@@ -675,6 +675,16 @@ TEST(BenchBatch, CountsEverySequencesTokensAndLogits) {
     EXPECT_DOUBLE_EQ(r.rooflineTokensPerSecond(b.batch, &computeBound),
                      b.batch / std::max(reading, computing));
     EXPECT_EQ(computeBound, computing > reading);
+    // Each run against the roofline at the better sample beside it.
+    std::vector<double> paired = r.pairedRooflineFractions(b);
+    ASSERT_EQ(paired.size(), 2u);
+    for (size_t i = 0; i < paired.size(); ++i) {
+      double bandwidth =
+          std::max(b.readSamples[1 + 2 * i], b.readSamples[2 + 2 * i]);
+      EXPECT_DOUBLE_EQ(paired[i],
+                       b.decodeTokens / b.decode.seconds[i] /
+                           r.rooflineTokensPerSecond(b.batch, bandwidth));
+    }
   }
   EXPECT_EQ(r.computePeakName, "FMA peak"); // f32 weights
   EXPECT_GT(r.computePeak.flopsPerSecond, 0.0);
