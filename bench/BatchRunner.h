@@ -74,10 +74,10 @@ struct BatchResults {
 
   /// What a step of the artifact reads and computes (StepWork.h).
   StepWork work;
-  /// The limits a batched step runs into, measured in the same run on the
-  /// model's own threads (runtime/MachineProbe.h). Decode of one sequence
-  /// is bound by reading the weights; as the batch grows, each weight read
-  /// serves more tokens until the GEMMs' arithmetic binds instead. The
+  /// The limits a batched step runs into, measured in the same run on as
+  /// many threads as the model's (runtime/MachineProbe.h). Decode of one
+  /// sequence is bound by reading the weights; as the batch grows, each weight
+  /// read serves more tokens until the GEMMs' arithmetic binds instead. The
   /// compute limit is the GEMMs' own: the int8 dot peak for mostly
   /// quantized weights, the bf16 dot peak for bf16 dot products, else the
   /// FP32 FMA peak; the read bandwidth is the best sample of every batch
