@@ -14,7 +14,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <stdexcept>
@@ -48,18 +47,6 @@ std::optional<double> speedup(const BatchResults &r, const BatchResult &b) {
 }
 
 double mebibytes(int64_t bytes) { return double(bytes) / (1 << 20); }
-
-/// "62% (55-70%)": the median share and the range, or "-" for none.
-std::string medianAndRange(const std::vector<double> &fractions) {
-  if (fractions.empty())
-    return "-";
-  auto [lo, hi] = std::minmax_element(fractions.begin(), fractions.end());
-  std::string median = format("%.0f%%", 100.0 * medianOf(fractions));
-  if (fractions.size() == 1)
-    return median;
-  return median + format(" (%.0f", 100.0 * *lo) +
-         format("-%.0f%%)", 100.0 * *hi);
-}
 
 /// The roofline's speedup over one sequence's: what the machine's balance
 /// allows B sequences over one when both run at the same share of their
@@ -147,7 +134,7 @@ void printBatchTable(const BatchResults &r, std::FILE *out) {
         over1 ? format("%.2fx", *over1).c_str() : "-", roofline,
         computeBound ? "compute" : "memory",
         100.0 * decodeTokensPerSecond(b) / roofline,
-        medianAndRange(r.pairedRooflineFractions(b)).c_str(),
+        shareWithRange(r.pairedRooflineFractions(b)).c_str(),
         rooflineOver1 ? format("%.2fx", *rooflineOver1).c_str() : "-",
         b.stepPercentile(0.50) * 1e3, b.stepPercentile(0.99) * 1e3,
         rateWithSpread(prefillTokens(r, b), b.prefill).c_str(),

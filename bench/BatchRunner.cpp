@@ -54,17 +54,13 @@ double BatchResults::rooflineTokensPerSecond(int batch, double bytesPerSecond,
 
 std::vector<double>
 BatchResults::pairedRooflineFractions(const BatchResult &b) const {
-  const std::vector<double> &s = b.readSamples;
   const std::vector<double> &seconds = b.decode.seconds;
+  std::vector<double> around =
+      bandwidthAroundRuns(b.readSamples, seconds.size());
   std::vector<double> fractions;
-  if (s.size() != 1 + 2 * seconds.size())
-    return fractions;
-  for (size_t i = 0; i < seconds.size(); ++i) {
-    double tokensPerSecond = double(b.decodeTokens) / seconds[i];
-    double bandwidth = std::max(s[1 + 2 * i], s[2 + 2 * i]);
-    fractions.push_back(tokensPerSecond /
-                        rooflineTokensPerSecond(b.batch, bandwidth));
-  }
+  for (size_t i = 0; i < around.size(); ++i)
+    fractions.push_back(double(b.decodeTokens) / seconds[i] /
+                        rooflineTokensPerSecond(b.batch, around[i]));
   return fractions;
 }
 

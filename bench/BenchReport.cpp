@@ -63,15 +63,14 @@ double decodeBytesPerSecond(const BenchResults &r, const ThreadResult &t) {
 /// run also says how much the host moved.
 std::vector<double> pairedReadFractions(const BenchResults &r,
                                         const ThreadResult &t) {
-  const std::vector<double> &s = t.readSamples;
   const std::vector<double> &seconds = t.decode.seconds;
+  std::vector<double> around =
+      bandwidthAroundRuns(t.readSamples, seconds.size());
   std::vector<double> fractions;
-  if (s.size() != 1 + 2 * seconds.size())
-    return fractions;
-  for (size_t i = 0; i < seconds.size(); ++i) {
+  for (size_t i = 0; i < around.size(); ++i) {
     double bytes =
         double(r.work.gemmBytes) * double(r.options.genTokens) / seconds[i];
-    fractions.push_back(bytes / std::max(s[1 + 2 * i], s[2 + 2 * i]));
+    fractions.push_back(bytes / around[i]);
   }
   return fractions;
 }
@@ -264,14 +263,7 @@ void printTable(const BenchResults &r, std::FILE *out) {
       }))
     row(tg + " each run's share of the read probe around it (median, range)",
         [&](const ThreadResult &t) {
-          std::vector<double> f = pairedReadFractions(r, t);
-          if (f.empty())
-            return std::string("-");
-          auto [lo, hi] = std::minmax_element(f.begin(), f.end());
-          return format("%.0f%%", 100.0 * medianOf(f)) +
-                 (f.size() > 1 ? format(" (%.0f", 100.0 * *lo) +
-                                     format("-%.0f%%)", 100.0 * *hi)
-                               : std::string());
+          return shareWithRange(pairedReadFractions(r, t));
         });
   row(tg + " roofline tokens/s (read bandwidth / bytes a token)",
       [&](const ThreadResult &t) {

@@ -38,6 +38,16 @@ double medianOf(std::vector<double> values) {
 
 double Samples::median() const { return medianOf(seconds); }
 
+std::vector<double> bandwidthAroundRuns(const std::vector<double> &samples,
+                                        size_t runs) {
+  std::vector<double> around;
+  if (samples.size() != 1 + 2 * runs)
+    return around;
+  for (size_t i = 0; i < runs; ++i)
+    around.push_back(std::max(samples[1 + 2 * i], samples[2 + 2 * i]));
+  return around;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

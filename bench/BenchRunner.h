@@ -61,6 +61,13 @@ struct BenchOptions {
 /// two middle ones.
 double medianOf(std::vector<double> values);
 
+/// The read probe's better sample of the two taken right before and right
+/// after each of `runs` timed runs, in the order run, where `samples` is the
+/// probe's first sample and then one such pair a run; else empty. Both
+/// reports quote each run against the memory it got.
+std::vector<double> bandwidthAroundRuns(const std::vector<double> &samples,
+                                        size_t runs);
+
 /// The timed runs of one cell, in seconds.
 struct Samples {
   std::vector<double> seconds;

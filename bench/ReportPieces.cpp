@@ -25,6 +25,17 @@ std::string rateWithSpread(double work, const Samples &s) {
   return text;
 }
 
+std::string shareWithRange(const std::vector<double> &fractions) {
+  if (fractions.empty())
+    return "-";
+  std::string median = format("%.0f%%", 100.0 * medianOf(fractions));
+  if (fractions.size() == 1)
+    return median;
+  auto [lo, hi] = std::minmax_element(fractions.begin(), fractions.end());
+  return median + format(" (%.0f", 100.0 * *lo) +
+         format("-%.0f%%)", 100.0 * *hi);
+}
+
 nlohmann::json samplesJson(const Samples &s) {
   return {{"seconds", s.seconds},
           {"best_seconds", s.best()},

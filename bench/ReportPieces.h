@@ -17,6 +17,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace kiln::bench {
 
@@ -26,6 +27,10 @@ std::string format(const char *fmt, double value);
 /// "571.0", or "571.0 (563.2-575.1)" with the slowest and fastest runs'
 /// rates when there were several: `work` per run over each time.
 std::string rateWithSpread(double work, const Samples &s);
+
+/// Shares as "62%", or "62% (55-70%)" (median, lowest-highest) when there
+/// are several; "-" when there are none.
+std::string shareWithRange(const std::vector<double> &fractions);
 
 /// A cell's timed runs: every run's seconds, the best, worst and median.
 nlohmann::json samplesJson(const Samples &s);
