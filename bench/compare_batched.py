@@ -143,7 +143,8 @@ def main():
                 for b in batches:
                     llama[b].append(figures[b])
                 continue
-            # Kiln's plain decode goes first in even rounds, last in odd ones.
+            # Kiln's plain decode goes first in rounds 1, 3, ... (r even),
+            # last in the others.
             if 1 in batches and r % 2 == 0:
                 run_tg(a, artifact, tg)
             for b, (tps, fraction, over1) in run_kiln(a, artifact, batches).items():
