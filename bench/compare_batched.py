@@ -65,13 +65,18 @@ def parse_args():
     return p.parse_args()
 
 
-def run_kiln(a, artifact, batches):
+def kiln_bench(a, artifact, *flags):
+    """One timed run of `kiln bench ARTIFACT FLAGS...` with this comparison's
+    threads, prompt and decode lengths and --bench-args: its JSON report."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        run([a.kiln, "bench", artifact, "--batch", ",".join(map(str, batches)),
-             "--threads", str(a.threads), "--prompt-tokens", str(a.prompt_tokens),
-             "--gen-tokens", str(a.gen_tokens), "--repeat", "1", "--json", out.name]
-            + shlex.split(a.bench_args))
-        report = json.load(open(out.name))
+        run([a.kiln, "bench", artifact, *flags, "--threads", str(a.threads),
+             "--prompt-tokens", str(a.prompt_tokens), "--gen-tokens", str(a.gen_tokens),
+             "--repeat", "1", "--json", out.name] + shlex.split(a.bench_args))
+        return json.load(open(out.name))
+
+
+def run_kiln(a, artifact, batches):
+    report = kiln_bench(a, artifact, "--batch", ",".join(map(str, batches)))
     # Per batch size: tokens/s, its share of the roofline at the read probe
     # sampled around it (one run: one share), and the roofline's speedup
     # over batch 1 (kiln bench's "The limits").
@@ -84,12 +89,7 @@ def run_kiln(a, artifact, batches):
 def run_tg(a, artifact, tg):
     """Kiln's single-sequence decode (tgG) on the batched artifact: appends
     its tokens/s and its share of the read probe sampled around it."""
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        run([a.kiln, "bench", artifact, "--threads", str(a.threads),
-             "--prompt-tokens", str(a.prompt_tokens), "--gen-tokens", str(a.gen_tokens),
-             "--repeat", "1", "--json", out.name] + shlex.split(a.bench_args))
-        report = json.load(open(out.name))
-    decode = report["runs"][0]["decode"]
+    decode = kiln_bench(a, artifact)["runs"][0]["decode"]
     tg["tokens_per_second"].append(decode["median_tokens_per_second"])
     tg["read_fraction"].append(decode["median_paired_read_fraction"])
 
